@@ -1,0 +1,1 @@
+"""opsloop's operations tools, the host abstraction and the simulated host."""

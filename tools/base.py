@@ -1,0 +1,247 @@
+"""The tool interface: typed arguments and results, a registry, and safe execution.
+
+Every tool has a name, a description written for a model, a pydantic argument model and a pydantic
+output model (so JSON schemas come for free). :func:`ToolRegistry.execute` is the only way tools are
+run: it validates arguments, enforces the timeout, caps output, and turns every failure into an
+error :class:`ToolResult` the policy can read. Only :class:`NeedsApproval` escapes, because asking a
+human is a decision for the loop, not a tool failure.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent.state import ProjectState
+
+if TYPE_CHECKING:
+    from tools.host.base import Host
+
+DEFAULT_OUTPUT_CAP_CHARS = 8_000
+
+
+class ToolArgs(BaseModel):
+    """Base for argument models: unknown keys are an error the model gets to see."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolOutput(BaseModel):
+    """Base for result models."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ToolError(Exception):
+    """A failure with a message written for the model (what went wrong, what to do instead)."""
+
+
+class NeedsApproval(Exception):
+    """The tool refuses to act without a human's approval (destructive command, GPU reset, ...)."""
+
+    def __init__(self, reason: str, evidence: list[str] | None = None, options: list[str] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.evidence = list(evidence or [])
+        self.options = list(options or ["approve", "deny"])
+
+
+class ToolResult(BaseModel):
+    tool: str
+    ok: bool
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    truncated: bool = False
+    full_output_path: str | None = None
+    duration_seconds: float = 0.0
+
+
+@dataclass
+class ToolSettings:
+    """Operator settings the tools need; built from the agent configuration."""
+
+    engine_python: str
+    allowed_write_roots: list[Path] = field(default_factory=list)
+    output_cap_chars: int = DEFAULT_OUTPUT_CAP_CHARS
+    load_timeout_seconds: float = 1800.0
+    hang_after_seconds: float = 600.0
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may touch. Tools record their findings into ``state`` directly."""
+
+    state: ProjectState
+    state_dir: Path
+    host: Host
+    settings: ToolSettings
+    # Save the state document now; tools call it right after starting a process, so that a crash
+    # before the end of the step cannot orphan the process.
+    checkpoint: Callable[[], None] = lambda: None
+    # Human-facing progress lines for long waits (printed by the CLI, never sent to the model).
+    progress: Callable[[str], None] = lambda message: None
+
+    @property
+    def outputs_dir(self) -> Path:
+        path = self.state_dir / "outputs"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def logs_dir(self) -> Path:
+        path = self.state_dir / "logs"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def save_output(self, name: str, text: str) -> Path:
+        """Write a full tool output under the state directory and return its path."""
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+        path = self.outputs_dir / f"step{self.state.step:05d}-{safe}"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+
+ArgsT = TypeVar("ArgsT", bound=ToolArgs)
+OutputT = TypeVar("OutputT", bound=ToolOutput)
+
+
+class Tool(ABC, Generic[ArgsT, OutputT]):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: type[ArgsT]
+    output_model: type[OutputT]
+    timeout_seconds: ClassVar[float] = 120.0
+
+    @abstractmethod
+    def run(self, args: ArgsT, context: ToolContext) -> OutputT:
+        """Do the work. Raise ToolError for expected failures; any other exception is also caught."""
+
+    def timeout_for(self, args: ArgsT) -> float:
+        """The wall-clock limit for one call; tools with a per-call timeout argument override this."""
+        return self.timeout_seconds
+
+    def schema(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.args_model.model_json_schema()}
+
+
+AnyTool = Tool[Any, Any]
+
+
+def _cap(value: Any, cap: int, marker: str) -> tuple[Any, bool]:
+    """Cut long strings inside a JSON-like value; return the capped value and whether anything was cut."""
+    if isinstance(value, str) and len(value) > cap:
+        return value[:cap] + f"\n[... truncated {len(value) - cap} characters; {marker}]", True
+    if isinstance(value, dict):
+        cut_any = False
+        capped: dict[str, Any] = {}
+        for key, item in value.items():
+            capped[key], cut = _cap(item, cap, marker)
+            cut_any = cut_any or cut
+        return capped, cut_any
+    if isinstance(value, list):
+        items = []
+        cut_any = False
+        for item in value:
+            capped_item, cut = _cap(item, cap, marker)
+            items.append(capped_item)
+            cut_any = cut_any or cut
+        return items, cut_any
+    return value, False
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[AnyTool]) -> None:
+        self._tools: dict[str, AnyTool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"duplicate tool name {tool.name}")
+            self._tools[tool.name] = tool
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def get(self, name: str) -> AnyTool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [self._tools[name].schema() for name in self.names()]
+
+    def execute(self, name: str, raw_arguments: dict[str, Any] | str, context: ToolContext) -> ToolResult:
+        """Run one tool call. Never raises, except NeedsApproval."""
+        started = time.monotonic()
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult(tool=name, ok=False,
+                              error=f"unknown tool {name!r}; valid tools: {', '.join(self.names())}")
+        arguments = raw_arguments
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as error:
+                return ToolResult(tool=name, ok=False,
+                                  error=f"arguments are not valid JSON ({error}); expected an object "
+                                        f"matching {json.dumps(tool.args_model.model_json_schema())}")
+        if not isinstance(arguments, dict):
+            return ToolResult(tool=name, ok=False, error="arguments must be a JSON object")
+        try:
+            args = tool.args_model.model_validate(arguments)
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(str(part) for part in item['loc']) or '(root)'}: {item['msg']}"
+                                 for item in error.errors())
+            return ToolResult(tool=name, ok=False, error=f"invalid arguments for {name}: {problems}")
+        output, error_text = self._run_with_timeout(tool, args, context)
+        duration = time.monotonic() - started
+        if error_text is not None:
+            return ToolResult(tool=name, ok=False, error=error_text, duration_seconds=duration)
+        assert output is not None
+        dumped = output.model_dump(mode="json")
+        marker = "full output saved"
+        capped, truncated = _cap(dumped, context.settings.output_cap_chars, marker)
+        full_path = None
+        if truncated:
+            full = context.save_output(f"{name}.json", json.dumps(dumped, indent=2))
+            full_path = str(full)
+            capped, _ = _cap(dumped, context.settings.output_cap_chars, f"full output in {full}")
+        return ToolResult(tool=name, ok=True, output=capped, truncated=truncated,
+                          full_output_path=full_path, duration_seconds=duration)
+
+    @staticmethod
+    def _run_with_timeout(tool: AnyTool, args: ToolArgs,
+                          context: ToolContext) -> tuple[ToolOutput | None, str | None]:
+        outcome: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                outcome["output"] = tool.run(args, context)
+            except BaseException as error:  # noqa: BLE001 - reported to the policy, never lost
+                outcome["error"] = error
+                outcome["traceback"] = traceback.format_exc()
+
+        limit = tool.timeout_for(args)
+        worker = threading.Thread(target=target, name=f"tool-{tool.name}", daemon=True)
+        worker.start()
+        worker.join(limit)
+        if worker.is_alive():
+            return None, f"{tool.name} timed out after {limit:.0f} s"
+        error = outcome.get("error")
+        if isinstance(error, NeedsApproval):
+            raise error
+        if isinstance(error, ToolError):
+            return None, str(error)
+        if isinstance(error, BaseException):
+            saved = context.save_output(f"{tool.name}-traceback.txt", str(outcome.get("traceback", "")))
+            return None, f"{tool.name} failed: {type(error).__name__}: {error} (traceback in {saved})"
+        output = outcome.get("output")
+        if not isinstance(output, ToolOutput):
+            return None, f"{tool.name} returned no result"
+        return output, None
