@@ -113,6 +113,7 @@ class ProcessRecord(Document):
     exit_code: int | None = None
     kind: str = "process"  # "engine", "drafter_training", "shell", ...
     config: dict[str, Any] = Field(default_factory=dict)  # e.g. the engine launch config
+    host_argv: list[str] = Field(default_factory=list)  # the command the host really ran, when translated
 
 
 class BenchmarkRecord(Document):
@@ -170,6 +171,37 @@ class Notification(Document):
     error: str | None = None
 
 
+class RunSettings(Document):
+    """How the run was started, so that ``agent resume`` rebuilds the same policy and host without
+    repeating flags. Holds only what came from the command line (the config file and the environment
+    are read again on resume), never secrets."""
+
+    policy: str | None = None  # the policy chosen when the run started (runbook, scripted, llm)
+    simulated_scenario: str | None = None  # ``--sim``: the run uses the simulated host
+    config_file: str | None = None
+    config_overrides: dict[str, Any] = Field(default_factory=dict)  # command-line layer of the config
+
+
+class PendingStep(Document):
+    """A decision being carried out. It is saved before the first tool call, so a crash mid-step
+    resumes where it stopped: finished calls keep their results, the call in flight is reported as
+    interrupted, and nothing runs twice. Values are JSON dumps of ``agent.actions`` models."""
+
+    step: int
+    thought: str = ""
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+    results: dict[str, dict[str, Any]] = Field(default_factory=dict)  # call id -> Observation
+
+
+class LoopState(Document):
+    """The loop's own bookkeeping: the step in progress, the observations the policy has not seen
+    yet, and a small space where a policy keeps what it must remember across a resume."""
+
+    pending: PendingStep | None = None
+    observations: list[dict[str, Any]] = Field(default_factory=list)
+    policy_state: dict[str, Any] = Field(default_factory=dict)
+
+
 class ProjectState(Document):
     schema_version: int = SCHEMA_VERSION
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -192,6 +224,8 @@ class ProjectState(Document):
     limits: Limits = Field(default_factory=Limits)
     notifications: list[Notification] = Field(default_factory=list)
     summary: str | None = None  # the closing report, set when the run finishes
+    run: RunSettings = Field(default_factory=RunSettings)
+    loop: LoopState = Field(default_factory=LoopState)
 
     # -- small helpers used by tools and policies; they keep the document consistent ---------------
 

@@ -73,8 +73,9 @@ class LocalHost(Host):
 
     def __init__(self, exit_dir: Path | None = None) -> None:
         self.exit_dir = exit_dir or default_exit_dir()
-        # Popen handles of supervisors started by this agent process, so they are reaped, not zombies.
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        # Supervisors started by this object and not yet waited for, and the exit codes of those reaped.
+        self._unreaped: set[int] = set()
+        self._reaped: dict[int, int] = {}
 
     # -- commands ------------------------------------------------------------------------------------
 
@@ -111,6 +112,8 @@ class LocalHost(Host):
             process.wait()
         for reader in readers:
             reader.join(timeout=2.0)  # a detached grandchild may hold the pipe open; do not wait on it
+        for stream in (process.stdout, process.stderr):
+            stream.close()
         return CommandResult(argv=argv, exit_code=None if timed_out else process.returncode,
                              stdout=buffers[0].text(), stderr=buffers[1].text(), timed_out=timed_out,
                              duration_seconds=time.monotonic() - started)
@@ -122,9 +125,10 @@ class LocalHost(Host):
 
     # -- managed processes ---------------------------------------------------------------------------
 
-    def supervisor_argv(self, argv: list[str]) -> list[str]:
+    def supervisor_argv(self, argv: list[str], cwd: Path | None = None) -> list[str]:
+        location = ["--cwd", str(cwd)] if cwd is not None else []
         return [sys.executable, str(Path(supervise.__file__).resolve()), "--exit-dir", str(self.exit_dir),
-                "--", *argv]
+                *location, "--", *argv]
 
     def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path,
               cwd: Path | None = None) -> SpawnedProcess:
@@ -132,18 +136,41 @@ class LocalHost(Host):
             raise ValueError("spawn needs a command")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.exit_dir.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            process = subprocess.Popen(self.supervisor_argv(argv), cwd=cwd, env={**os.environ, **env},
-                                       stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True, close_fds=True)
-        self._children[process.pid] = process
-        return SpawnedProcess(pid=process.pid, create_time=psutil.Process(process.pid).create_time())
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        stdin_fd = os.open(os.devnull, os.O_RDONLY)
+        try:
+            # posix_spawn rather than Popen: the supervisor is meant to outlive this object, and a
+            # new session makes it the leader of the process group that stop signals target.
+            pid = os.posix_spawn(sys.executable, self.supervisor_argv(argv, cwd), {**os.environ, **env},
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, stdin_fd, 0),
+                                               (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                                               (os.POSIX_SPAWN_DUP2, log_fd, 2)],
+                                 setsid=True)
+        finally:
+            os.close(log_fd)
+            os.close(stdin_fd)
+        self._unreaped.add(pid)
+        return SpawnedProcess(pid=pid, create_time=psutil.Process(pid).create_time())
+
+    def _reap(self, pid: int) -> None:
+        """Collect the exit status of a supervisor this object started, so it never lingers as a zombie.
+
+        Safe without an identity check: an unreaped child's PID cannot have been reused.
+        """
+        if pid not in self._unreaped:
+            return
+        try:
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            self._unreaped.discard(pid)
+            return
+        if done == pid:
+            self._unreaped.discard(pid)
+            self._reaped[pid] = os.waitstatus_to_exitcode(wait_status)
 
     def _identify(self, pid: int, create_time: float) -> psutil.Process | None:
         """The live process with this identity (zombies included), or None."""
-        child = self._children.get(pid)
-        if child is not None:
-            child.poll()  # reap an exited supervisor so its PID cannot linger as a zombie
+        self._reap(pid)
         try:
             process = psutil.Process(pid)
             if abs(process.create_time() - create_time) > CREATE_TIME_TOLERANCE:
@@ -158,8 +185,8 @@ class LocalHost(Host):
             exit_code = record["exit_code"]
             assert isinstance(exit_code, int)
             return exit_code
-        child = self._children.get(pid)
-        return child.returncode if child is not None else None
+        # No record: the supervisor itself was killed (e.g. SIGKILL to the group); only its parent knows.
+        return self._reaped.get(pid)
 
     def status(self, pid: int, create_time: float) -> ProcessStatus:
         process = self._identify(pid, create_time)

@@ -1,6 +1,6 @@
 """A tiny supervisor that runs one managed process and records how it ended.
 
-Run as a script (``python supervise.py --exit-dir DIR -- ARGV...``) by :class:`tools.host.local.LocalHost`.
+Run as a script (``python supervise.py --exit-dir DIR [--cwd DIR] -- ARGV...``) by :class:`tools.host.local.LocalHost`.
 The host starts the supervisor in a new session, so the supervisor leads the process group and its
 (pid, create_time) is the identity the agent records. The supervisor:
 
@@ -101,11 +101,11 @@ def _write_record(exit_dir: Path, exit_code: int, argv: list[str]) -> None:
     os.replace(temporary, path)
 
 
-def supervise(argv: list[str], exit_dir: Path) -> int:
+def supervise(argv: list[str], exit_dir: Path, cwd: Path | None = None) -> int:
     """Run argv to completion under supervision; return the child's exit code (negative: signal)."""
     _become_subreaper()
     try:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=cwd)
     except OSError as error:
         print(f"{LOG_PREFIX} could not start {argv[0] if argv else '(empty command)'}: {error}",
               file=sys.stderr, flush=True)
@@ -131,6 +131,7 @@ def supervise(argv: list[str], exit_dir: Path) -> int:
 def main(arguments: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run a command and record its exit code.")
     parser.add_argument("--exit-dir", required=True, type=Path)
+    parser.add_argument("--cwd", type=Path, default=None)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     parsed = parser.parse_args(arguments)
     command = list(parsed.command)
@@ -138,7 +139,7 @@ def main(arguments: list[str] | None = None) -> int:
         command = command[1:]
     if not command:
         parser.error("no command given after --")
-    exit_code = supervise(command, parsed.exit_dir)
+    exit_code = supervise(command, parsed.exit_dir, parsed.cwd)
     return exit_code if exit_code >= 0 else 128 - exit_code
 
 

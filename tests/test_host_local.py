@@ -1,0 +1,123 @@
+"""LocalHost against real processes: group kill on timeout, output cap, supervised spawn, identity checks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from ops_helpers import fake, wait_for
+from tools.host.local import LocalHost
+from tools.host.nvml import NO_GPU_PREFIX
+
+
+def test_run_captures_output_and_exit_code(tmp_path: Path) -> None:
+    result = LocalHost(exit_dir=tmp_path).run(
+        [sys.executable, "-c", "import os,sys; print(os.environ['PROBE']); sys.exit(4)"],
+        timeout=10, env={"PROBE": "value-from-env"})
+    assert result.exit_code == 4
+    assert result.stdout.strip() == "value-from-env"
+    assert not result.timed_out
+
+
+def test_run_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    script = "import subprocess,sys,time; c=subprocess.Popen(['sleep','60']); print(c.pid, flush=True); time.sleep(60)"
+    result = LocalHost(exit_dir=tmp_path).run([sys.executable, "-c", script], timeout=1.0)
+    assert result.timed_out and result.exit_code is None
+    grandchild = int(result.stdout.split()[0])
+    assert wait_for(lambda: not psutil.pid_exists(grandchild) or
+                    psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE, timeout=5)
+
+
+def test_run_caps_output_with_a_visible_marker(tmp_path: Path) -> None:
+    result = LocalHost(exit_dir=tmp_path).run(
+        [sys.executable, "-c", "print('A' * 5000 + 'END')"], timeout=10, output_cap_bytes=200)
+    assert "bytes of output dropped" in result.stdout
+    assert result.stdout.startswith("A") and result.stdout.rstrip().endswith("END")
+    assert len(result.stdout) < 400
+
+
+def test_run_reports_a_missing_program(tmp_path: Path) -> None:
+    result = LocalHost(exit_dir=tmp_path).run(["no-such-program-opsloop"], timeout=5)
+    assert result.exit_code is None
+    assert "could not start" in result.stderr
+
+
+def test_spawned_exit_code_survives_an_agent_restart(tmp_path: Path) -> None:
+    host = LocalHost(exit_dir=tmp_path / "exits")
+    log = tmp_path / "logs" / "job.log"
+    spawned = host.spawn([sys.executable, "-c", "import os,sys; print('marker', os.environ['JOB_FLAG']); sys.exit(7)"],
+                         env={"JOB_FLAG": "on"}, log_path=log)
+    assert os.getpgid(spawned.pid) == spawned.pid  # leads its own group
+    assert wait_for(lambda: not host.status(spawned.pid, spawned.create_time).alive)
+    restarted = LocalHost(exit_dir=tmp_path / "exits")  # a fresh agent process knows nothing but the record
+    status = restarted.status(spawned.pid, spawned.create_time)
+    assert not status.alive and status.exit_code == 7
+    text = log.read_text()
+    assert "marker on" in text and "exited with code 7" in text
+
+
+def test_status_reports_tree_counters_while_alive(tmp_path: Path) -> None:
+    host = LocalHost(exit_dir=tmp_path)
+    spawned = host.spawn([sys.executable, fake("sleeper.py")], env={}, log_path=tmp_path / "s.log")
+    try:
+        assert wait_for(lambda: "sleeper started" in (tmp_path / "s.log").read_text())
+        status = host.status(spawned.pid, spawned.create_time)
+        assert status.alive and status.identity_matches
+        assert status.rss_bytes and status.rss_bytes > 0
+        assert status.cpu_seconds is not None
+    finally:
+        host.signal_group(spawned.pid, spawned.create_time, signal.SIGKILL)
+
+
+def test_a_reused_pid_never_matches(tmp_path: Path) -> None:
+    host = LocalHost(exit_dir=tmp_path)
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        real_create_time = psutil.Process(stranger.pid).create_time()
+        recorded_earlier = real_create_time - 5.0  # "our" process once had this PID
+        status = host.status(stranger.pid, recorded_earlier)
+        assert not status.alive and not status.identity_matches
+        assert host.signal_group(stranger.pid, recorded_earlier, signal.SIGKILL) is False
+        time.sleep(0.2)
+        assert stranger.poll() is None  # untouched
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_signal_group_reaches_child_and_records_signal_exit(tmp_path: Path) -> None:
+    host = LocalHost(exit_dir=tmp_path)
+    log = tmp_path / "t.log"
+    spawned = host.spawn([sys.executable, fake("sleeper.py")], env={}, log_path=log)
+    assert wait_for(lambda: "sleeper started" in log.read_text())
+    assert host.signal_group(spawned.pid, spawned.create_time, signal.SIGTERM)
+    assert wait_for(lambda: not host.status(spawned.pid, spawned.create_time).alive)
+    assert host.status(spawned.pid, spawned.create_time).exit_code == -signal.SIGTERM
+    assert "killed by SIGTERM" in log.read_text()
+
+
+def test_probe_without_nvidia_driver_is_a_clear_result() -> None:
+    probe = LocalHost().probe_gpus()
+    if probe.error is None:  # a machine with a real driver
+        assert probe.gpus and probe.driver_version
+    else:
+        assert probe.error.startswith(NO_GPU_PREFIX) and probe.gpus == []
+
+
+def test_probe_without_the_nvml_binding(tmp_path: Path) -> None:
+    # A separate interpreter in which the binding cannot be imported, as on a host without nvidia-ml-py.
+    code = ("import sys; sys.modules['pynvml'] = None\n"
+            "from tools.host.local import LocalHost\n"
+            "host = LocalHost()\n"
+            "print(host.probe_gpus().error); print(host.gpu_memory_used_mib())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            cwd=Path(__file__).resolve().parents[1], check=True)
+    first, second = result.stdout.splitlines()
+    assert first.startswith(NO_GPU_PREFIX) and "not installed" in first
+    assert second == "None"

@@ -1,0 +1,146 @@
+"""Managed processes: start, record, watch, stop, and re-adopt after the agent restarts.
+
+A managed process is identified by (pid, create_time) as recorded in ``state.processes``. Every
+signal goes through :meth:`Host.signal_group`, which refuses when the identity no longer matches,
+so the agent never signals a process it did not start, even when the PID has been reused.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.redact import redact_env, redact_text, redact_value
+from agent.state import ProcessRecord, ProjectState
+from tools.base import ToolContext
+from tools.host.base import Host, ProcessStatus
+
+LIVE_STATES = frozenset({"starting", "loading", "ready", "running", "hung", "unknown"})
+DEFAULT_STOP_GRACE_SECONDS = 30.0
+KILL_WAIT_SECONDS = 10.0
+
+
+class StopOutcome(BaseModel):
+    name: str
+    pid: int
+    was_alive: bool
+    sent_sigterm: bool = False
+    sent_sigkill: bool = False
+    stopped: bool
+    exit_code: int | None = None
+    message: str
+
+
+def is_live(record: ProcessRecord) -> bool:
+    return record.state in LIVE_STATES
+
+
+def live_processes(state: ProjectState, kind: str | None = None) -> list[ProcessRecord]:
+    return [record for record in state.processes if is_live(record) and (kind is None or record.kind == kind)]
+
+
+def _log_name(name: str, step: int) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name) or "process"
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
+    return f"{safe}-step{step:05d}-{stamp}.log"
+
+
+def start_process(context: ToolContext, *, name: str, argv: list[str], env: dict[str, str] | None = None,
+                  kind: str = "process", port: int | None = None, config: dict[str, Any] | None = None,
+                  cwd: Path | None = None) -> ProcessRecord:
+    """Spawn argv detached through the host, record it in the state and checkpoint at once.
+
+    ``argv`` is the real command; the host may translate it (the simulated host swaps in stand-ins), in
+    which case the command actually run is kept as ``host_argv``. Env values and argv are redacted.
+    """
+    environment = dict(env or {})
+    log_path = context.logs_dir / _log_name(name, context.state.step)
+    host_argv = context.host.translate(list(argv))
+    spawned = context.host.spawn(host_argv, env=environment, log_path=log_path, cwd=cwd)
+    record = ProcessRecord(name=name, pid=spawned.pid, create_time=spawned.create_time,
+                           argv=[redact_text(part) for part in argv], env=redact_env(environment),
+                           log_path=str(log_path), port=port, kind=kind,
+                           config=redact_value(dict(config or {})))
+    if host_argv != list(argv):
+        record.host_argv = [redact_text(part) for part in host_argv]
+    context.state.processes.append(record)
+    context.checkpoint()
+    return record
+
+
+def refresh(record: ProcessRecord, host: Host) -> ProcessStatus:
+    """Current status; a record whose process is gone becomes ``exited`` with its exit code."""
+    status = host.status(record.pid, record.create_time)
+    if not status.alive:
+        if is_live(record):
+            record.state = "exited"
+        if status.exit_code is not None and record.exit_code is None:
+            record.exit_code = status.exit_code
+    return status
+
+
+def _wait_until_gone(record: ProcessRecord, host: Host, seconds: float, poll_seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        if not host.status(record.pid, record.create_time).alive:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_seconds)
+
+
+def stop_process(record: ProcessRecord, host: Host, *, grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS,
+                 poll_seconds: float = 0.2) -> StopOutcome:
+    """SIGTERM to the process group, SIGKILL after ``grace_seconds``; only if the identity matches."""
+    status = refresh(record, host)
+    if not status.alive:
+        why = ("its PID now belongs to another process" if not status.identity_matches
+               else "it had already exited")
+        return StopOutcome(name=record.name, pid=record.pid, was_alive=False, stopped=True,
+                           exit_code=record.exit_code, message=f"not signalled: {why}")
+    outcome = StopOutcome(name=record.name, pid=record.pid, was_alive=True, stopped=False, message="")
+    outcome.sent_sigterm = host.signal_group(record.pid, record.create_time, signal.SIGTERM)
+    gone = _wait_until_gone(record, host, grace_seconds, poll_seconds)
+    if not gone:
+        outcome.sent_sigkill = host.signal_group(record.pid, record.create_time, signal.SIGKILL)
+        gone = _wait_until_gone(record, host, KILL_WAIT_SECONDS, poll_seconds)
+    final = host.status(record.pid, record.create_time)
+    outcome.stopped = gone
+    outcome.exit_code = final.exit_code
+    if gone:
+        record.state = "stopped"
+        record.exit_code = final.exit_code
+        how = "SIGKILL after the grace period" if outcome.sent_sigkill else "SIGTERM"
+        outcome.message = f"stopped by {how}"
+    else:
+        outcome.message = "still running after SIGTERM and SIGKILL; it may be stuck in the kernel (D state)"
+    return outcome
+
+
+def reconcile_processes(state: ProjectState, host: Host) -> list[str]:
+    """On resume: re-adopt live records whose (pid, create_time) still match; mark the rest exited.
+
+    Returns one human-readable line per live record examined. Nothing is signalled here.
+    """
+    notes: list[str] = []
+    for record in state.processes:
+        if not is_live(record):
+            continue
+        status = host.status(record.pid, record.create_time)
+        if status.alive:
+            notes.append(f"{record.name} (pid {record.pid}): re-adopted, still running")
+            continue
+        record.state = "exited"
+        record.exit_code = status.exit_code
+        if not status.identity_matches:
+            notes.append(f"{record.name} (pid {record.pid}): gone; the PID now belongs to another process,"
+                         " which will not be touched")
+        else:
+            code = "unknown exit code" if status.exit_code is None else f"exit code {status.exit_code}"
+            notes.append(f"{record.name} (pid {record.pid}): exited while the agent was away ({code})")
+    return notes
