@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import psutil
-
 from ops_helpers import fake, wait_for
+
 from tools.host.local import LocalHost
 from tools.host.nvml import NO_GPU_PREFIX
 
@@ -26,7 +26,8 @@ def test_run_captures_output_and_exit_code(tmp_path: Path) -> None:
 
 
 def test_run_timeout_kills_the_whole_group(tmp_path: Path) -> None:
-    script = "import subprocess,sys,time; c=subprocess.Popen(['sleep','60']); print(c.pid, flush=True); time.sleep(60)"
+    script = ("import subprocess, time; child = subprocess.Popen(['sleep', '60']);"
+              " print(child.pid, flush=True); time.sleep(60)")
     result = LocalHost(exit_dir=tmp_path).run([sys.executable, "-c", script], timeout=1.0)
     assert result.timed_out and result.exit_code is None
     grandchild = int(result.stdout.split()[0])
@@ -51,8 +52,8 @@ def test_run_reports_a_missing_program(tmp_path: Path) -> None:
 def test_spawned_exit_code_survives_an_agent_restart(tmp_path: Path) -> None:
     host = LocalHost(exit_dir=tmp_path / "exits")
     log = tmp_path / "logs" / "job.log"
-    spawned = host.spawn([sys.executable, "-c", "import os,sys; print('marker', os.environ['JOB_FLAG']); sys.exit(7)"],
-                         env={"JOB_FLAG": "on"}, log_path=log)
+    code = "import os, sys; print('marker', os.environ['JOB_FLAG']); sys.exit(7)"
+    spawned = host.spawn([sys.executable, "-c", code], env={"JOB_FLAG": "on"}, log_path=log)
     assert os.getpgid(spawned.pid) == spawned.pid  # leads its own group
     assert wait_for(lambda: not host.status(spawned.pid, spawned.create_time).alive)
     restarted = LocalHost(exit_dir=tmp_path / "exits")  # a fresh agent process knows nothing but the record

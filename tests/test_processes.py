@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import psutil
+from ops_helpers import fake, make_context, wait_for
 
 from agent.redact import MASK
 from agent.state import ProcessRecord, ProjectState
-from ops_helpers import fake, make_context, wait_for
 from tools.host.local import LocalHost
 from tools.processes import live_processes, reconcile_processes, refresh, start_process, stop_process
 
@@ -44,7 +44,8 @@ def test_stop_uses_sigterm_first(tmp_path: Path) -> None:
 
 def test_stop_escalates_to_sigkill_after_grace(tmp_path: Path) -> None:
     context = make_context(tmp_path)
-    record = start_process(context, name="stubborn", argv=[sys.executable, fake("sleeper.py"), "--ignore-term"])
+    argv = [sys.executable, fake("sleeper.py"), "--ignore-term"]
+    record = start_process(context, name="stubborn", argv=argv)
     assert wait_for(lambda: "sleeper started" in Path(record.log_path).read_text())
     outcome = stop_process(record, context.host, grace_seconds=0.5, poll_seconds=0.05)
     assert outcome.sent_sigterm and outcome.sent_sigkill and outcome.stopped

@@ -1,8 +1,9 @@
 """A tiny supervisor that runs one managed process and records how it ended.
 
-Run as a script (``python supervise.py --exit-dir DIR [--cwd DIR] -- ARGV...``) by :class:`tools.host.local.LocalHost`.
-The host starts the supervisor in a new session, so the supervisor leads the process group and its
-(pid, create_time) is the identity the agent records. The supervisor:
+Run as a script (``python supervise.py --exit-dir DIR [--cwd DIR] -- ARGV...``) by
+:class:`tools.host.local.LocalHost`. The host starts the supervisor in a new session, so the
+supervisor leads the process group and its (pid, create_time) is the identity the agent records.
+The supervisor:
 
 - starts ARGV in the same process group, with the inherited stdout/stderr (the log file);
 - forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child; a signal sent to the whole
