@@ -1,13 +1,19 @@
 """Keep secrets out of everything the agent writes: state, journal, logs, notifications.
 
-Two layers: values of environment variables whose *names* look secret are replaced wherever they
-appear, and well-known token shapes (OpenAI, Anthropic, Hugging Face, Slack, GitHub, bearer tokens,
-``KEY=value`` pairs) are masked by pattern. Every writer calls :func:`redact_text` or
-:func:`redact_value` on its way to disk or network.
+Three layers: values of environment variables whose *names* look secret (and values registered with
+:func:`register_secret`) are replaced wherever they appear; well-known token shapes (OpenAI,
+Anthropic, Hugging Face, Slack, GitHub, AWS, bearer tokens, ``api_key=value`` pairs) are masked by
+pattern; and in documents, values under secret-looking keys are masked whole. Every writer calls
+:func:`redact_text` or :func:`redact_value` on its way to disk or network.
+
+A name looks secret when one of its words (split on punctuation and camelCase) is a secret word:
+``api_key``, ``HF_TOKEN``, ``OPENAI_API_KEY``, ``password``, ``X-Auth-Token`` are secret;
+``max_tokens``, ``tokenizer``, ``input_tokens``, ``author`` are not.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -15,7 +21,13 @@ from typing import Any
 
 MASK = "[REDACTED]"
 
-SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|PRIVATE)", re.IGNORECASE)
+SECRET_WORDS = frozenset({
+    "key", "apikey", "token", "secret", "password", "passwd", "pwd", "passphrase", "credential",
+    "credentials", "auth", "authorization", "cookie", "private", "privatekey", "secretkey", "accesskey",
+    "bearer", "sessionid", "hftoken", "apitoken", "accesstoken", "authtoken",
+})
+
+_WORD_BOUNDARY = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 SECRET_PATTERNS = [
     re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
@@ -24,9 +36,12 @@ SECRET_PATTERNS = [
     re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
     re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),
     re.compile(r"AKIA[0-9A-Z]{16}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{12,}"),
-    re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{6,}"),
+    re.compile(r"(?i:(bearer\s+)[A-Za-z0-9._\-]{12,})"),
+    re.compile(r"(?i:((?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{6,})"),
 ]
+
+# One pass over the text tells whether any pattern can match; most strings have no secret at all.
+_ANY_PATTERN = re.compile("|".join(pattern.pattern for pattern in SECRET_PATTERNS))
 
 _extra_secrets: set[str] = set()
 
@@ -37,20 +52,36 @@ def register_secret(value: str | None) -> None:
         _extra_secrets.add(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
-    return bool(SECRET_NAME.search(name))
+    """True when a variable or key name looks like it holds a secret (see the module docstring)."""
+    words = [word.lower() for word in _WORD_BOUNDARY.split(name) if word]
+    return any(word in SECRET_WORDS for word in words)
 
 
-def _known_secret_values() -> list[str]:
-    values = {value for name, value in os.environ.items() if is_secret_name(name) and len(value) >= 6}
+def _known_secret_values() -> tuple[str, ...]:
+    values = {value for name, value in os.environ.items() if len(value) >= 6 and is_secret_name(name)}
     values |= _extra_secrets
-    return sorted(values, key=len, reverse=True)
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _value_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not values:
+        return None
+    return re.compile("|".join(re.escape(value) for value in values))
 
 
 def redact_text(text: str) -> str:
-    for value in _known_secret_values():
-        if value in text:
-            text = text.replace(value, MASK)
+    """The text with every known secret value and every secret-shaped token replaced by ``MASK``."""
+    return _redact_text(text, _value_pattern(_known_secret_values()))
+
+
+def _redact_text(text: str, values: re.Pattern[str] | None) -> str:
+    if values is not None:
+        text = values.sub(MASK, text)
+    if not _ANY_PATTERN.search(text):
+        return text
     for pattern in SECRET_PATTERNS:
         if pattern.groups:
             text = pattern.sub(lambda match: match.group(1) + MASK, text)
@@ -61,16 +92,26 @@ def redact_text(text: str) -> str:
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """Copy of an environment mapping with secret-named variables masked and values scrubbed."""
-    return {name: MASK if is_secret_name(name) else redact_text(value) for name, value in env.items()}
+    values = _value_pattern(_known_secret_values())
+    return {name: MASK if is_secret_name(name) else _redact_text(value, values)
+            for name, value in env.items()}
+
+
+def _masked_whole(key: Any, item: Any) -> bool:
+    return isinstance(key, str) and isinstance(item, str) and bool(item) and is_secret_name(key)
 
 
 def redact_value(value: Any) -> Any:
-    """Redact every string inside a JSON-like value; secret-named keys are masked whole."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, Mapping):
-        return {key: MASK if isinstance(key, str) and is_secret_name(key) and isinstance(item, str) and item
-                else redact_value(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_value(item) for item in value]
-    return value
+    """Redact every string inside a JSON-like value; values under secret-named keys are masked whole."""
+    values = _value_pattern(_known_secret_values())
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return _redact_text(item, values)
+        if isinstance(item, Mapping):
+            return {key: MASK if _masked_whole(key, inner) else walk(inner) for key, inner in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(inner) for inner in item]
+        return item
+
+    return walk(value)

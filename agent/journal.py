@@ -1,0 +1,79 @@
+"""The append-only journal: one JSON record per line in ``journal.jsonl``.
+
+Every decision, every tool call *before* it runs (``intent``) and its ``result`` after, and every
+exit event are recorded. Each record is redacted, written whole, flushed and fsynced before the
+caller continues, so after a crash the journal says exactly which calls had started. A torn last
+line (the process died mid-write) is skipped on reading and terminated before the next append.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from agent.redact import redact_value
+from agent.state import utc_now
+
+JOURNAL_FILE = "journal.jsonl"
+
+
+class Journal:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def record(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Append one record (``at`` and ``kind`` first) and make it durable. Returns what was written."""
+        entry: dict[str, Any] = redact_value({"at": utc_now(), "kind": kind, **fields})
+        line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            handle = self._open()
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        return entry
+
+    def records(self) -> list[dict[str, Any]]:
+        """All whole records, oldest first. Lines that do not parse (a torn tail) are skipped."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        entries: list[dict[str, Any]] = []
+        for raw in data.splitlines():
+            try:
+                entry = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+    def unfinished_intents(self) -> list[dict[str, Any]]:
+        """Intent records whose call has no result record: calls that were running when the agent died."""
+        entries = self.records()
+        finished = {entry.get("call_id") for entry in entries if entry.get("kind") == "result"}
+        return [entry for entry in entries
+                if entry.get("kind") == "intent" and entry.get("call_id") not in finished]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def _open(self) -> IO[bytes]:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "ab+")  # noqa: SIM115 - kept open for the life of the journal
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")  # end a torn line so the next record starts on its own line
+            self._file = handle
+        return self._file

@@ -1,0 +1,132 @@
+"""Where a run's state lives: ``latest.json``, ``previous.json`` and the journal, in one directory.
+
+``save`` replaces ``latest.json`` atomically (temp file in the same directory, fsync, rename, fsync
+the directory) after linking the old version to ``previous.json``, so at every instant one complete
+``latest.json`` exists. A state file that cannot be read or validated is never overwritten: loading
+it raises :class:`StateFileError`, which names the file and says whether ``previous.json`` is usable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agent.events import UsageError
+from agent.journal import JOURNAL_FILE, Journal
+from agent.redact import redact_value
+from agent.state import SCHEMA_VERSION, ProjectState, utc_now
+
+LATEST_FILE = "latest.json"
+PREVIOUS_FILE = "previous.json"
+
+
+class StateFileError(UsageError):
+    """The state file is missing, unreadable or invalid. It is left exactly as it is."""
+
+
+class StateStore:
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.latest_path = state_dir / LATEST_FILE
+        self.previous_path = state_dir / PREVIOUS_FILE
+        self._journal: Journal | None = None
+        self._save_lock = threading.Lock()
+
+    @property
+    def journal(self) -> Journal:
+        if self._journal is None:
+            self._journal = Journal(self.state_dir / JOURNAL_FILE)
+        return self._journal
+
+    def exists(self) -> bool:
+        return self.latest_path.exists()
+
+    def load(self, path: Path | None = None) -> ProjectState:
+        """Read and validate the state (``latest.json`` unless another file of the directory is named)."""
+        path = path or self.latest_path
+        try:
+            return read_state(path)
+        except StateFileError as error:
+            hint = ""
+            if path == self.latest_path and self.previous_path.exists():
+                try:
+                    previous = read_state(self.previous_path)
+                    hint = (f"; {self.previous_path} is usable (step {previous.step}, saved "
+                            f"{previous.updated_at}): copy it over {path.name} to go back to it")
+                except StateFileError:
+                    hint = f"; {self.previous_path} is not usable either"
+            raise StateFileError(f"{error}{hint}") from None
+
+    def save(self, state: ProjectState) -> None:
+        """Write the state atomically and durably; the version it replaces becomes ``previous.json``."""
+        with self._save_lock:
+            state.updated_at = utc_now()
+            document = redact_value(state.model_dump(mode="json"))
+            data = (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            temporary = self.state_dir / f".{LATEST_FILE}.{os.getpid()}.tmp"
+            try:
+                with open(temporary, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                if self.latest_path.exists():
+                    self._keep_previous()
+                os.replace(temporary, self.latest_path)
+            finally:
+                temporary.unlink(missing_ok=True)  # only left over when writing failed (e.g. disk full)
+            _fsync_directory(self.state_dir)
+
+    def _keep_previous(self) -> None:
+        # A hard link keeps the old file whole under the new name without copying it.
+        link = self.state_dir / f".{PREVIOUS_FILE}.{os.getpid()}.tmp"
+        link.unlink(missing_ok=True)
+        try:
+            os.link(self.latest_path, link)
+        except OSError:
+            link.write_bytes(self.latest_path.read_bytes())
+        os.replace(link, self.previous_path)
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+
+
+def read_state(path: Path) -> ProjectState:
+    """Load one state file, or raise :class:`StateFileError` saying what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StateFileError(f"no state file at {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise StateFileError(f"cannot read state file {path}: {error}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise StateFileError(f"state file {path} is not valid JSON ({error}); "
+                             "it was left untouched") from None
+    if not isinstance(document, dict):
+        raise StateFileError(f"state file {path} does not hold a JSON object; it was left untouched")
+    version = document.get("schema_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise StateFileError(f"state file {path} has schema version {version}, newer than this agent's "
+                             f"{SCHEMA_VERSION}; upgrade opsloop to read it")
+    try:
+        return ProjectState.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(root)"
+        raise StateFileError(f"state file {path} is not a valid state document ({where}: {first['msg']}; "
+                             f"{error.error_count()} problem(s)); it was left untouched") from None
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
