@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from tools.base import AnyTool, ToolRegistry
+from tools.update_state import UpdateStateTool
+from tools.wait import WaitTool
 
 
 def default_tools() -> list[AnyTool]:
     tools: list[AnyTool] = []
+    tools.append(UpdateStateTool())
+    tools.append(WaitTool())
     return tools
 
 
