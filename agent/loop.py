@@ -1,4 +1,10 @@
-"""The continue-or-ask loop: step until an exit event, check limits in one place, save in ``finally``."""
+"""The continue-or-ask loop: decide, act, record, until the goal is reached or a human is needed.
+
+Each step: check the budgets, run stuck detection, ask the policy for a decision, save it (with the
+policy's memory) as the pending step, then run its tool calls one by one: journal the intent, run,
+save the result into the pending step, journal the result. Closing the step hands the results to the
+next decision. A crash at any point is settled on resume by :mod:`agent.recovery`.
+"""
 
 from __future__ import annotations
 
@@ -10,73 +16,93 @@ from agent.escalation import record_question
 from agent.events import Blocked, GoalReached, LimitReached, RunFailed
 from agent.limits import check_limits
 from agent.policies.base import Policy, PolicyView
+from agent.recovery import NOT_RUN, recover_pending_step
+from agent.state import PendingStep, Question
 from agent.store import StateStore
 from agent.stuck import StuckDetector
-from tools.base import NeedsApproval, ToolContext, ToolRegistry
+from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
+
+ExitHandler = Callable[[str, Question | None], None]
 
 
 class Agent:
     def __init__(self, policy: Policy, registry: ToolRegistry, context: ToolContext, store: StateStore,
-                 on_exit: Callable[[str, Ask | None], None] = lambda event, ask: None,
-                 progress: Callable[[str], None] = lambda line: None) -> None:
+                 on_exit: ExitHandler = lambda event, question: None,
+                 progress: Callable[[str], None] = lambda line: None,
+                 stuck: StuckDetector | None = None) -> None:
         self.policy, self.registry, self.context, self.store = policy, registry, context, store
         self.on_exit, self.progress = on_exit, progress
-        self.stuck = StuckDetector()
+        self.stuck = stuck or StuckDetector()
         self.state = context.state
 
-    def run(self) -> None:
-        """Run until done, blocked or failed. The state is saved whatever happens."""
+    def run(self) -> str:
+        """Run until done, blocked or failed; returns ``done``, ``blocked``, ``limit`` or ``failed``.
+        Unexpected errors are recorded, the state is saved, and the error propagates."""
         started, wall_before = time.monotonic(), self.state.usage.wall_seconds
         self.state.status, self.state.policy = "running", self.policy.name
-        observations = self.store.journal.interrupted_observations()
         try:
+            for note in recover_pending_step(self.state, self.store.journal):
+                self.progress(f"recovered {note}")
             while True:
                 self.state.usage.wall_seconds = wall_before + time.monotonic() - started
-                observations = self.step(observations)
+                self.step()
         except GoalReached as event:
             self.state.status, self.state.summary = "done", event.summary
-            self._exit("done", None)
-        except LimitReached as event:
-            self._block(event.ask, "limit")
+            return self._exit("done", None)
         except Blocked as event:
-            self._block(event.ask, "blocked")
+            self.state.status = "blocked"
+            kind = "limit" if isinstance(event, LimitReached) else "blocked"
+            return self._exit(kind, record_question(self.state, event.ask))
         except RunFailed as event:
             self.state.status = "failed"
             self.state.add_finding(f"run failed: {event.reason}")
-            self._exit("failed", None)
+            return self._exit("failed", None)
         except BaseException as error:
             self.state.status = "failed"
             self.state.add_finding(f"unexpected failure: {type(error).__name__}: {error}")
-            self.store.journal.record("event", event="failed", error=f"{type(error).__name__}: {error}")
+            self._exit("failed", None, notify=not isinstance(error, KeyboardInterrupt))
             raise
         finally:
             self.state.usage.wall_seconds = wall_before + time.monotonic() - started
             self.store.save(self.state)
 
-    def step(self, observations: list[Observation]) -> list[Observation]:
-        check_limits(self.state)
-        decision = self.policy.decide(self._view(observations))
-        self._account(decision)
-        results: list[Observation] = []
-        for action in decision.actions:
-            if isinstance(action, Ask):
-                raise Blocked(action)
-            if isinstance(action, Finish):
-                raise GoalReached(action.summary)
-            results.append(self._call(action))
-        self.state.step += 1
-        self.state.usage.steps = self.state.step
-        self.store.save(self.state)
-        return results
+    def step(self) -> None:
+        pending = self.state.loop.pending or self._decide()
+        for action in pending.actions:
+            if action.get("kind") == "tool_call":
+                call = ToolCall.model_validate(action)
+                if call.id in pending.results:
+                    continue
+                if (ask := self._call(call, pending)) is not None:
+                    self._close(pending)
+                    raise Blocked(ask)
+            elif action.get("kind") == "ask":
+                self._close(pending)
+                raise Blocked(Ask.model_validate(action))
+            elif action.get("kind") == "finish":
+                self._close(pending)
+                raise GoalReached(Finish.model_validate(action).summary)
+        self._close(pending)
 
-    def _view(self, observations: list[Observation]) -> PolicyView:
-        answers = [question for question in self.state.questions
-                   if question.answer is not None and not question.seen_by_policy]
+    def _decide(self) -> PendingStep:
+        check_limits(self.state)
+        observations = [Observation.model_validate(item) for item in self.state.loop.observations]
+        nudge = self.stuck.check(self.state, observations)
+        answers = [item for item in self.state.questions
+                   if item.answer is not None and not item.seen_by_policy]
         for question in answers:
             question.seen_by_policy = True
-        nudge = self.stuck.check(self.state, observations)
-        return PolicyView(state=self.state, state_dir=self.store.state_dir, tool_schemas=self.registry.schemas(),
-                          observations=observations, new_answers=answers, nudge=nudge)
+        decision = self.policy.decide(PolicyView(
+            state=self.state, state_dir=self.store.state_dir, tool_schemas=self.registry.schemas(),
+            observations=observations, new_answers=answers, nudge=nudge))
+        self._account(decision)
+        pending = PendingStep(step=self.state.step, thought=decision.thought,
+                              actions=[action.model_dump(mode="json") for action in decision.actions])
+        self.state.loop.pending, self.state.loop.observations = pending, []
+        self.store.save(self.state)  # the decision and the policy's memory are committed together
+        self.store.journal.record("decision", step=pending.step, thought=pending.thought,
+                                  actions=pending.actions)
+        return pending
 
     def _account(self, decision: Decision) -> None:
         usage, spent = self.state.usage, decision.usage
@@ -85,29 +111,50 @@ class Agent:
         usage.cached_input_tokens += spent.cached_input_tokens
         usage.cost_usd += spent.cost_usd
         usage.model_calls += spent.model_calls
-        self.store.journal.record("decision", step=self.state.step, thought=decision.thought,
-                                  actions=[action.model_dump(mode="json") for action in decision.actions])
 
-    def _call(self, call: ToolCall) -> Observation:
-        self.store.journal.record("intent", step=self.state.step, call_id=call.id, tool=call.tool,
+    def _call(self, call: ToolCall, pending: PendingStep) -> Ask | None:
+        """Run one call and save its result; returns the question when the tool needs approval."""
+        self.store.journal.record("intent", step=pending.step, call_id=call.id, tool=call.tool,
                                   arguments=call.arguments)
-        self.progress(f"step {self.state.step}: {call.tool}")
+        self.progress(f"step {pending.step}: {call.tool}")
+        ask = None
         try:
             result = self.registry.execute(call.tool, call.arguments, self.context)
         except NeedsApproval as request:
-            self.store.journal.record("result", call_id=call.id, tool=call.tool, needs_approval=request.reason)
-            raise Blocked(Ask(question=f"{call.tool} needs approval: {request.reason}",
-                              evidence=request.evidence, options=request.options,
-                              context=f"tool call {call.tool} {call.arguments}", question_kind="approval")) from None
-        self.store.journal.record("result", call_id=call.id, tool=call.tool, result=result.model_dump(mode="json"))
-        return Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result)
-
-    def _block(self, ask: Ask, event: str) -> None:
-        self.state.status = "blocked"
-        record_question(self.state, ask)
-        self._exit(event, ask)
-
-    def _exit(self, event: str, ask: Ask | None) -> None:
-        self.store.journal.record("event", event=event, step=self.state.step, status=self.state.status)
+            ask = Ask(question=f"{call.tool} needs approval: {request.reason}", evidence=request.evidence,
+                      options=request.options, context=f"tool call {call.tool} {call.arguments}",
+                      question_kind="approval")
+            result = ToolResult(tool=call.tool, ok=False, error=f"needs approval: {request.reason}; a human "
+                                "was asked, and the answer comes with the next decision")
+        self.progress(f"  -> {'ok' if result.ok else 'error: ' + (result.error or '')[:160]}")
+        observation = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result)
+        pending.results[call.id] = observation.model_dump(mode="json")
         self.store.save(self.state)
-        self.on_exit(event, ask)
+        self.store.journal.record("result", step=pending.step, call_id=call.id, tool=call.tool,
+                                  result=result.model_dump(mode="json"))
+        return ask
+
+    def _close(self, pending: PendingStep) -> None:
+        """End the step: its results become the next decision's observations."""
+        results = []
+        for action in pending.actions:
+            if action.get("kind") != "tool_call":
+                continue
+            call = ToolCall.model_validate(action)
+            if call.id not in pending.results:  # planned after an ask or a call that needs approval
+                skipped = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments,
+                                      result=ToolResult(tool=call.tool, ok=False, error=NOT_RUN))
+                pending.results[call.id] = skipped.model_dump(mode="json")
+            results.append(pending.results[call.id])
+        self.state.loop.pending, self.state.loop.observations = None, results
+        self.state.step += 1
+        self.state.usage.steps = self.state.step
+        self.store.save(self.state)
+
+    def _exit(self, event: str, question: Question | None, notify: bool = True) -> str:
+        self.store.journal.record("event", event=event, step=self.state.step, status=self.state.status,
+                                  question_id=question.id if question else None)
+        self.store.save(self.state)
+        if notify:
+            self.on_exit(event, question)
+        return event

@@ -1,0 +1,71 @@
+"""Pick up a step that a crash cut short, without losing a result or running a call twice.
+
+The loop saves each decision (``state.loop.pending``) before its first tool call, journals an
+``intent`` before each call, and saves the call's result into the pending step before journaling
+the ``result``. After a crash, the pending step and the journal together say, for every call:
+
+- result saved in the state: finished; its result stands (and is journaled if the journal missed it);
+- intent journaled, no saved result: it was running. It is *not* run again: its observation says
+  "interrupted, verify before repeating", and what the decision planned after it is dropped, so
+  the policy decides again with the facts;
+- no intent: it never started, and the loop runs it now as planned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.actions import Observation, ToolCall
+from agent.journal import Journal
+from agent.state import PendingStep, ProjectState
+from tools.base import ToolResult
+
+INTERRUPTED = ("interrupted: the agent stopped while this call was running, so its result was lost and "
+               "it may or may not have taken effect. Verify its effect (status, logs, files) before "
+               "repeating it.")
+NOT_RUN = ("not run: the step ended before this call (an earlier call was interrupted or needs approval, "
+           "or the decision asked a human first); decide again whether it is still needed.")
+
+
+def recover_pending_step(state: ProjectState, journal: Journal) -> list[str]:
+    """Settle the pending step after a crash. Returns one line per call that needed recovery."""
+    pending = state.loop.pending
+    if pending is None:
+        return []
+    entries = journal.records()
+    if not any(entry.get("kind") == "decision" and entry.get("step") == pending.step for entry in entries):
+        journal.record("decision", step=pending.step, thought=pending.thought, actions=pending.actions,
+                       recovered=True)
+    started = {entry.get("call_id") for entry in entries
+               if entry.get("kind") == "intent" and entry.get("step") == pending.step}
+    journaled = {entry.get("call_id") for entry in entries if entry.get("kind") == "result"}
+    notes: list[str] = []
+    cut_short = False
+    for action in list(pending.actions):
+        if action.get("kind") != "tool_call":
+            if cut_short:
+                pending.actions.remove(action)  # an ask or finish planned after the interruption
+            continue
+        call = ToolCall.model_validate(action)
+        if call.id in pending.results:
+            if call.id not in journaled:
+                _journal_result(journal, pending, call, pending.results[call.id], recovered=True)
+            continue
+        if call.id not in started and not cut_short:
+            continue  # never started: the loop runs it now
+        message, interrupted = (NOT_RUN, False) if cut_short else (INTERRUPTED, True)
+        cut_short = True
+        result = ToolResult(tool=call.tool, ok=False, error=message)
+        observation = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result,
+                                  interrupted=interrupted)
+        pending.results[call.id] = observation.model_dump(mode="json")
+        _journal_result(journal, pending, call, pending.results[call.id], recovered=True)
+        notes.append(f"step {pending.step}: {call.tool} ({call.id}) {message.split(':')[0]}")
+    return notes
+
+
+def _journal_result(journal: Journal, pending: PendingStep, call: ToolCall, observation: dict[str, Any],
+                    recovered: bool) -> None:
+    journal.record("result", step=pending.step, call_id=call.id, tool=call.tool,
+                   interrupted=bool(observation.get("interrupted")), result=observation.get("result"),
+                   recovered=recovered)
