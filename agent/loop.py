@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from agent.actions import Ask, Decision, Finish, Observation, ToolCall
 from agent.escalation import record_question
@@ -22,7 +23,8 @@ from agent.store import StateStore
 from agent.stuck import StuckDetector
 from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
 
-ExitHandler = Callable[[str, Question | None], None]
+ExitEvent = Literal["done", "blocked", "limit", "failed"]
+ExitHandler = Callable[[ExitEvent, Question | None], None]
 
 
 class Agent:
@@ -35,7 +37,7 @@ class Agent:
         self.stuck = stuck or StuckDetector()
         self.state = context.state
 
-    def run(self) -> str:
+    def run(self) -> ExitEvent:
         """Run until done, blocked or failed; returns ``done``, ``blocked``, ``limit`` or ``failed``.
         Unexpected errors are recorded, the state is saved, and the error propagates."""
         started, wall_before = time.monotonic(), self.state.usage.wall_seconds
@@ -51,16 +53,19 @@ class Agent:
             return self._exit("done", None)
         except Blocked as event:
             self.state.status = "blocked"
-            kind = "limit" if isinstance(event, LimitReached) else "blocked"
+            kind: ExitEvent = "limit" if isinstance(event, LimitReached) else "blocked"
             return self._exit(kind, record_question(self.state, event.ask))
         except RunFailed as event:
             self.state.status = "failed"
             self.state.add_finding(f"run failed: {event.reason}")
             return self._exit("failed", None)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: like a crash, resumable; nothing to notify
+            self.store.journal.record("event", event="interrupted", step=self.state.step)
+            raise
         except BaseException as error:
             self.state.status = "failed"
             self.state.add_finding(f"unexpected failure: {type(error).__name__}: {error}")
-            self._exit("failed", None, notify=not isinstance(error, KeyboardInterrupt))
+            self._exit("failed", None)
             raise
         finally:
             self.state.usage.wall_seconds = wall_before + time.monotonic() - started
@@ -151,10 +156,9 @@ class Agent:
         self.state.usage.steps = self.state.step
         self.store.save(self.state)
 
-    def _exit(self, event: str, question: Question | None, notify: bool = True) -> str:
+    def _exit(self, event: ExitEvent, question: Question | None) -> ExitEvent:
         self.store.journal.record("event", event=event, step=self.state.step, status=self.state.status,
                                   question_id=question.id if question else None)
         self.store.save(self.state)
-        if notify:
-            self.on_exit(event, question)
+        self.on_exit(event, question)  # notifications are recorded in the state, saved on the way out
         return event

@@ -50,7 +50,7 @@ def render_report(state: ProjectState, state_dir: Path) -> str:
     if state.benchmarks:
         lines += ["", benchmark_table(state.benchmarks)]
     for question in state.pending_questions():
-        lines += ["", _question(question, state_dir)]
+        lines += ["", render_question(question, state_dir)]
     if state.status in ("failed", "running") and state.findings:
         lines += ["", f"Last finding: {state.findings[-1].summary}", f"Resume: {resume_command(state_dir)}"]
     lines += ["", f"Full hand-over: agent status {state_dir}"]
@@ -140,7 +140,8 @@ def _processes(state: ProjectState) -> str:
                      for record in live)
 
 
-def _question(question: Question, state_dir: Path) -> str:
+def render_question(question: Question, state_dir: Path) -> str:
+    """One pending question with its evidence and the commands that answer it."""
     lines = [f"**{question.id}** ({question.kind}): {question.question}"]
     if question.context:
         lines.append(f"  Context: {question.context}")
@@ -156,7 +157,7 @@ def _question(question: Question, state_dir: Path) -> str:
 def _questions(state: ProjectState, state_dir: Path) -> str:
     pending = state.pending_questions()
     answered = [question for question in state.questions if question.answer is not None][-5:]
-    lines = [_question(question, state_dir) for question in pending] or ["None."]
+    lines = [render_question(question, state_dir) for question in pending] or ["None."]
     lines += [f"- answered {question.id}: {question.question} -> {question.answer}" for question in answered]
     return "\n".join(lines)
 

@@ -180,6 +180,7 @@ class RunSettings(Document):
     simulated_scenario: str | None = None  # ``--sim``: the run uses the simulated host
     config_file: str | None = None
     config_overrides: dict[str, Any] = Field(default_factory=dict)  # command-line layer of the config
+    notify: list[str] = Field(default_factory=list)  # --notify specs, added to the configured channels
 
 
 class PendingStep(Document):

@@ -12,6 +12,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -35,6 +36,7 @@ class StateStore:
         self.previous_path = state_dir / PREVIOUS_FILE
         self._journal: Journal | None = None
         self._save_lock = threading.Lock()
+        self._last_saved: dict[str, Any] | None = None
 
     @property
     def journal(self) -> Journal:
@@ -66,6 +68,9 @@ class StateStore:
         with self._save_lock:
             state.updated_at = utc_now()
             document = redact_value(state.model_dump(mode="json"))
+            comparable = {key: value for key, value in document.items() if key != "updated_at"}
+            if comparable == self._last_saved and self.latest_path.exists():
+                return  # keeps previous.json one real change behind
             data = (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
             self.state_dir.mkdir(parents=True, exist_ok=True)
             temporary = self.state_dir / f".{LATEST_FILE}.{os.getpid()}.tmp"
@@ -80,6 +85,7 @@ class StateStore:
             finally:
                 temporary.unlink(missing_ok=True)  # only left over when writing failed (e.g. disk full)
             _fsync_directory(self.state_dir)
+            self._last_saved = comparable
 
     def _keep_previous(self) -> None:
         # A hard link keeps the old file whole under the new name without copying it.
@@ -91,9 +97,26 @@ class StateStore:
             link.write_bytes(self.latest_path.read_bytes())
         os.replace(link, self.previous_path)
 
+    def has_run(self) -> bool:
+        return any(path.exists() for path in (self.latest_path, self.previous_path, self.journal.path))
+
+    def archive(self, label: str) -> Path:
+        """Move the run's files (state, previous state, journal) into ``archive/<label>-<time>/``.
+        Nothing is deleted; logs and outputs stay where the archived state points to them."""
+        self.close()
+        stamp = utc_now().replace(":", "").replace("+0000", "Z")
+        target = self.state_dir / "archive" / f"{label}-{stamp}"
+        target.mkdir(parents=True, exist_ok=False)
+        for path in (self.latest_path, self.previous_path, self.journal.path):
+            if path.exists():
+                os.replace(path, target / path.name)
+        _fsync_directory(self.state_dir)
+        return target
+
     def close(self) -> None:
         if self._journal is not None:
             self._journal.close()
+            self._journal = None
 
 
 def read_state(path: Path) -> ProjectState:

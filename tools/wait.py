@@ -36,7 +36,7 @@ class WaitTool(Tool[WaitArgs, WaitOutput]):
 
     def run(self, args: WaitArgs, context: ToolContext) -> WaitOutput:
         started = time.monotonic()
-        context.progress(f"waiting {args.seconds:.0f} s" + (f" for {args.reason}" if args.reason else ""))
+        context.progress(f"waiting {args.seconds:g} s" + (f" for {args.reason}" if args.reason else ""))
         deadline = started + args.seconds
         while (left := deadline - time.monotonic()) > 0:
             time.sleep(min(left, 5.0))

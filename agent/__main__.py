@@ -1,0 +1,5 @@
+"""``python -m agent`` runs the command line."""
+
+from agent.cli import main
+
+main()

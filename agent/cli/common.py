@@ -1,0 +1,75 @@
+"""What the commands share: exit codes, locating the state, printing, and error handling."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agent.events import UsageError
+from agent.store import LATEST_FILE
+
+EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_CODES = {"done": EXIT_DONE, "blocked": EXIT_BLOCKED, "limit": EXIT_BLOCKED, "failed": EXIT_FAILED}
+DEFAULT_STATE_DIR = Path("state")
+
+STATE_DIR_HELP = "State directory (default ./state)."
+STATE_ARGUMENT_HELP = "A state directory, or a state file in it (e.g. state/latest.json)."
+
+
+def locate(target: Path | None, state_dir: Path | None) -> tuple[Path, Path]:
+    """(state directory, state file) from the optional argument and ``--state-dir``."""
+    if target is None:
+        directory = (state_dir or DEFAULT_STATE_DIR).absolute()
+        return directory, directory / LATEST_FILE
+    target = target.absolute()
+    is_file = target.is_file() or (not target.exists() and target.suffix == ".json")
+    directory, file = (target.parent, target) if is_file else (target, target / LATEST_FILE)
+    if state_dir is not None and state_dir.absolute() != directory:
+        raise UsageError(f"{target} is not in --state-dir {state_dir}; give one or the other")
+    return directory, file
+
+
+def progress(line: str) -> None:
+    typer.echo(f"· {line}", err=True)
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+@contextmanager
+def usage_errors() -> Iterator[None]:
+    """Turn operator mistakes into one line on stderr and exit code 2."""
+    try:
+        yield
+    except UsageError as error:
+        typer.echo(f"agent: error: {error}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def finish(code: int) -> None:
+    sys.stdout.flush()
+    raise typer.Exit(code)
+
+
+# Options shared by several commands, declared once so they read the same everywhere.
+StateDirOption = Annotated[Path | None, typer.Option("--state-dir", help=STATE_DIR_HELP)]
+StateArgument = Annotated[Path | None, typer.Argument(help=STATE_ARGUMENT_HELP, show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+NotifyOption = Annotated[list[str] | None, typer.Option(
+    "--notify", help="Where to send notifications (repeatable): webhook:URL, slack:URL, ntfy:URL, "
+                     "email:ADDRESS, command:CMD, desktop.")]
+ConfigOption = Annotated[Path | None, typer.Option(
+    "--config", help="Config file (TOML; default: agent.toml in the state directory).")]
+MaxStepsOption = Annotated[int | None, typer.Option("--max-steps", help="Step budget.")]
+MaxWallOption = Annotated[float | None, typer.Option("--max-wall-seconds", help="Wall-time budget (s).")]
+MaxCostOption = Annotated[float | None, typer.Option("--max-cost-usd", help="Model-spending budget (USD).")]
+AnswerOption = Annotated[str | None, typer.Option("--answer", help="Answer to the pending question.")]
+QuestionIdOption = Annotated[str | None, typer.Option(
+    "--id", help="Which question to answer (default: the oldest pending one).")]

@@ -1,0 +1,120 @@
+"""``agent run``: start a new run on a goal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agent.cli.app import app
+from agent.cli.common import (
+    ConfigOption,
+    JsonOption,
+    MaxCostOption,
+    MaxStepsOption,
+    MaxWallOption,
+    NotifyOption,
+    StateDirOption,
+    finish,
+    locate,
+    usage_errors,
+)
+from agent.cli.session import run_session
+from agent.config import choose_policy, load_config
+from agent.events import UsageError
+from agent.lock import StateDirectoryLock
+from agent.state import ProjectState, RunSettings
+from agent.store import StateFileError, StateStore
+
+PolicyOption = Annotated[str | None, typer.Option(
+    "--policy", help="runbook | scripted | llm (default: llm when an API key is set, else runbook).")]
+ScriptOption = Annotated[Path | None, typer.Option("--script", help="Decisions file for --policy scripted.")]
+SimOption = Annotated[str | None, typer.Option("--sim", help="Simulated host: scenario name or file.")]
+NewOption = Annotated[bool, typer.Option("--new", help="Archive an unfinished run here and start over.")]
+
+
+def limit_overrides(max_steps: int | None, max_wall_seconds: float | None,
+                    max_cost_usd: float | None) -> dict[str, Any]:
+    given = {"max_steps": max_steps, "max_wall_seconds": max_wall_seconds, "max_cost_usd": max_cost_usd}
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def _overrides(policy: str | None, script: Path | None, sim: str | None, engine_python: str | None,
+               limits: dict[str, Any], llm: dict[str, Any]) -> dict[str, Any]:
+    """The command-line layer of the configuration (only what was given; paths made absolute)."""
+    overrides: dict[str, Any] = {"limits": limits} if limits else {}
+    if policy is not None:
+        overrides["policy"] = policy
+    if script is not None:
+        overrides["script"] = str(script.absolute())
+    if sim is not None:
+        overrides["sim"] = str(Path(sim).absolute()) if Path(sim).is_file() else sim
+    if engine_python is not None:
+        overrides["tools"] = {"engine_python": engine_python}
+    if llm:
+        overrides["llm"] = llm
+    return overrides
+
+
+def _make_room(store: StateStore, new: bool) -> None:
+    """Refuse to start over an unfinished or unreadable run unless ``--new`` (which archives it)."""
+    if not store.has_run():
+        return
+    label = "unreadable"
+    try:
+        existing = store.load()
+        label = existing.run_id
+        if existing.status in ("running", "blocked") and not new:
+            raise UsageError(f"{store.state_dir} holds unfinished run {existing.run_id} ({existing.status} "
+                             f"at step {existing.step}, goal {existing.goal!r}); continue it with "
+                             f"`agent resume {store.latest_path}`, or pass --new to archive it and start "
+                             "over")
+    except StateFileError as error:
+        if not new:
+            raise UsageError(f"{error}. Pass --new to move it into the archive and start over") from None
+    archived = store.archive(label)
+    typer.echo(f"· the previous run's files were moved to {archived}", err=True)
+
+
+@app.command()
+def run(
+    goal: Annotated[str, typer.Option("--goal", "-g", help="What to achieve, in words.")],
+    state_dir: StateDirOption = None,
+    policy: PolicyOption = None,
+    script: ScriptOption = None,
+    sim: SimOption = None,
+    engine_python: Annotated[str | None, typer.Option(help="Python of the engine environment.")] = None,
+    notify: NotifyOption = None,
+    config: ConfigOption = None,
+    max_steps: MaxStepsOption = None,
+    max_wall_seconds: MaxWallOption = None,
+    max_cost_usd: MaxCostOption = None,
+    provider: Annotated[str | None, typer.Option(help="LLM provider: anthropic | openai.")] = None,
+    model: Annotated[str | None, typer.Option(help="LLM model name.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL for the LLM.")] = None,
+    new: NewOption = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Start a new run on GOAL and keep going until it is done or a human is needed."""
+    with usage_errors():
+        directory, _ = locate(None, state_dir)
+        llm = {key: value for key, value in (("provider", provider), ("model", model), ("base_url", base_url))
+               if value is not None}
+        overrides = _overrides(policy, script, sim, engine_python,
+                               limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm)
+        config_file = config.absolute() if config is not None else None
+        with StateDirectoryLock(directory):
+            store = StateStore(directory)
+            settings = load_config(directory, config_file, overrides=overrides)
+            _make_room(store, new)
+            state = ProjectState(goal=goal, run=RunSettings(
+                policy=choose_policy(settings), simulated_scenario=settings.sim,
+                config_file=str(config_file) if config_file else None, config_overrides=overrides,
+                notify=list(notify or [])))
+            state.environment.simulated_scenario = settings.sim
+            state.limits.max_steps = settings.limits.max_steps
+            state.limits.max_wall_seconds = settings.limits.max_wall_seconds
+            state.limits.max_cost_usd = settings.limits.max_cost_usd
+            code = run_session(store, state, settings, resumed=False, json_output=json_output)
+    finish(code)

@@ -1,0 +1,95 @@
+"""One working session on a state directory, shared by ``agent run`` and ``agent resume``:
+build the agent, run the loop, notify, print the report, and choose the exit code."""
+
+from __future__ import annotations
+
+import signal
+import traceback
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import typer
+
+from agent.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, print_json, progress
+from agent.config import AgentConfig
+from agent.escalation import answer_command, resume_command
+from agent.loop import ExitEvent
+from agent.notify import Notifier
+from agent.redact import redact_text
+from agent.render import render_report
+from agent.state import ProjectState, Question, utc_now
+from agent.store import StateStore
+from agent.wiring import build_agent, build_host, describe_environment, reconcile
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: the state is saved and the run can be resumed."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+def run_session(store: StateStore, state: ProjectState, config: AgentConfig, *, resumed: bool,
+                json_output: bool) -> int:
+    """Run the loop to its next stop and return the exit code. Usage errors surface before any write."""
+    channels = [*config.notify.channels, *state.run.notify]
+    notifier = Notifier(channels, config.notify, store.state_dir, progress)
+    host = build_host(state, store.state_dir)
+    if resumed:
+        reconcile(state, host, progress)
+
+    def on_exit(event: ExitEvent, question: Question | None) -> None:
+        notifier.notify(event, state, question)
+
+    agent = build_agent(state, store, config, progress, on_exit, host=host)
+    store.save(state)
+    store.journal.record("start", run_id=state.run_id, goal=state.goal, policy=state.run.policy,
+                         resumed=resumed, simulated_scenario=state.run.simulated_scenario, step=state.step,
+                         **describe_environment())
+    progress(f"{'resuming' if resumed else 'starting'} run {state.run_id} at step {state.step} "
+             f"with the {state.run.policy} policy; state in {store.state_dir}")
+    previous_handler = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        event = agent.run()
+    except KeyboardInterrupt:
+        typer.echo(f"agent: interrupted at step {state.step}; the state is saved. "
+                   f"Continue with: {resume_command(store.state_dir)}", err=True)
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        crash_log = write_crash_log(store.state_dir, error)
+        typer.echo(f"agent: unexpected failure: {redact_text(f'{type(error).__name__}: {error}')} "
+                   f"(state saved; traceback in {crash_log})", err=True)
+        return EXIT_FAILED
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+        store.close()
+    code = EXIT_CODES[event]
+    if json_output:
+        print_json(outcome(state, store.state_dir, event, code))
+    else:
+        typer.echo(render_report(state, store.state_dir), nl=False)
+    return code
+
+
+def outcome(state: ProjectState, state_dir: Path, event: str, code: int) -> dict[str, Any]:
+    """The machine-readable result of ``agent run`` / ``agent resume``."""
+    pending = state.pending_questions()
+    return {
+        "event": event, "exit_code": code, "status": state.status, "run_id": state.run_id, "goal": state.goal,
+        "step": state.step, "summary": state.summary, "state_file": str(state_dir / "latest.json"),
+        "questions": [question.model_dump(mode="json") for question in pending],
+        "answer_command": answer_command(state_dir) if pending else None,
+        "resume_command": resume_command(state_dir) if state.status != "done" else None,
+        "usage": state.usage.model_dump(mode="json"),
+    }
+
+
+def write_crash_log(state_dir: Path, error: BaseException) -> Path:
+    logs = state_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    path = logs / f"crash-{utc_now().replace(':', '')}.txt"
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    path.write_text(redact_text(text), encoding="utf-8")
+    return path
