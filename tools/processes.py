@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from agent.redact import redact_env, redact_text, redact_value
 from agent.state import ProcessRecord, ProjectState
-from tools.base import ToolContext
+from tools.base import ToolContext, ToolError
 from tools.host.base import Host, ProcessStatus
 
 LIVE_STATES = frozenset({"starting", "loading", "ready", "running", "hung", "unknown"})
@@ -42,6 +42,19 @@ def is_live(record: ProcessRecord) -> bool:
 
 def live_processes(state: ProjectState, kind: str | None = None) -> list[ProcessRecord]:
     return [record for record in state.processes if is_live(record) and (kind is None or record.kind == kind)]
+
+
+def resolve_process(state: ProjectState, name: str | None, kind: str | None = None) -> ProcessRecord:
+    """The newest record with this name (or, without a name, the newest of this kind); ToolError if none."""
+    candidates = [record for record in state.processes if kind is None or record.kind == kind]
+    if name is not None:
+        candidates = [record for record in candidates if record.name == name]
+    if not candidates:
+        known = ", ".join(sorted({record.name for record in state.processes})) or "none"
+        wanted = f"named {name!r}" if name else f"of kind {kind!r}" if kind else "at all"
+        raise ToolError(f"no managed process {wanted}; known processes: {known}")
+    live = [record for record in candidates if is_live(record)]
+    return (live or candidates)[-1]
 
 
 def _log_name(name: str, step: int) -> str:

@@ -1,0 +1,62 @@
+"""diagnose_log: classify an engine log (see :mod:`tools.logs.diagnose`) as a tool."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from agent.redact import redact_text
+from tools.base import Tool, ToolContext, ToolOutput
+from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
+from tools.logs.tail_tool import LogTarget
+from tools.processes import resolve_process
+
+
+class DiagnoseLogArgs(LogTarget):
+    stale_after_seconds: float = Field(600.0, gt=0, description="A log silent this long right after NCCL "
+                                       "initialisation counts as an NCCL hang.")
+
+
+class DiagnoseLogOutput(Diagnosis, ToolOutput):
+    """The diagnosis itself: {"class", "confidence", "line_number", "key_line", "remedies", "engine", ...}."""
+
+
+def hints_for(context: ToolContext, process: str | None, path_given: bool,
+              stale_after_seconds: float = 600.0) -> DiagnosisHints:
+    """What the state knows that the log does not: interconnect, engine, and how the process ended."""
+    hints = DiagnosisHints(interconnect=context.state.environment.interconnect,
+                           stale_after_seconds=stale_after_seconds)
+    if path_given:
+        return hints
+    record = resolve_process(context.state, process, kind=None if process else "engine")
+    engine = record.config.get("engine")
+    if engine in ("sglang", "vllm"):
+        hints.engine = engine
+    if record.state != "stopped":  # an exit the agent caused is not a failure
+        status = context.host.status(record.pid, record.create_time)
+        hints.process_alive = status.alive
+        hints.exit_code = None if status.alive else status.exit_code
+    return hints
+
+
+class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
+    name = "diagnose_log"
+    description = (
+        "Classify an engine log into one of: healthy, loading, nccl_hang, nccl_error, cuda_oom, "
+        "unsupported_arch, cuda_graph_capture_failure, port_in_use, model_load_error, spec_decode_problem, "
+        "process_killed, gpu_hardware_fault, unknown. Returns the most telling line with its number, a "
+        "confidence and concrete remedies (each with a machine-usable action). Reads only a bounded "
+        "head and tail of the log.")
+    args_model = DiagnoseLogArgs
+    output_model = DiagnoseLogOutput
+    timeout_seconds: ClassVar[float] = 60.0
+
+    def run(self, args: DiagnoseLogArgs, context: ToolContext) -> DiagnoseLogOutput:
+        path = args.resolve(context)
+        hints = hints_for(context, args.process, bool(args.path), args.stale_after_seconds)
+        diagnosis = diagnose_file(path, hints)
+        if diagnosis.key_line is not None:
+            diagnosis.key_line = redact_text(diagnosis.key_line)
+        diagnosis.evidence = [redact_text(line) for line in diagnosis.evidence]
+        return DiagnoseLogOutput.model_validate(diagnosis.model_dump(by_alias=True))

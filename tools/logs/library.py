@@ -1,0 +1,138 @@
+"""The signature library: typed records loaded from ``signatures.toml`` (package data).
+
+The TOML file is the one place where log wording lives: failure signatures, harmless lines, ready
+lines, loading-progress lines and the remedies they point to. :func:`load_library` validates it once
+(patterns compile, remedy references resolve) and caches the result.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DiagnosisClass = Literal[
+    "healthy", "loading", "nccl_hang", "nccl_error", "cuda_oom", "unsupported_arch",
+    "cuda_graph_capture_failure", "port_in_use", "model_load_error", "spec_decode_problem",
+    "process_killed", "gpu_hardware_fault", "unknown",
+]
+EngineName = Literal["sglang", "vllm"]
+FlagValue = str | int | float | bool
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RemedyAction(_Record):
+    """What the runbook can apply. Flag keys are EngineLaunchConfig field names (dotted when nested)."""
+
+    set_flag: dict[str, FlagValue] = Field(default_factory=dict)
+    adjust_flag: dict[str, float] = Field(default_factory=dict)
+    scale_flag: dict[str, float] = Field(default_factory=dict)
+    unset_flag: list[str] = Field(default_factory=list)
+    set_env: dict[str, str] = Field(default_factory=dict)
+    pick_free_port: bool = False
+    needs_human: bool = False
+
+    def compact(self) -> dict[str, Any]:
+        """Only the parts that do something, e.g. ``{"set_env": {"NCCL_P2P_DISABLE": "1"}}``."""
+        return {key: value for key, value in self.model_dump().items() if value}
+
+
+class RemedyTemplate(_Record):
+    text: str
+    action: RemedyAction = Field(default_factory=RemedyAction)
+
+
+class Signature(_Record):
+    id: str
+    diagnosis_class: DiagnosisClass = Field(alias="class")
+    engines: list[Literal["any", "sglang", "vllm"]]
+    patterns: list[str] = Field(min_length=1)
+    priority: int
+    confidence: float = Field(ge=0.0, le=1.0)
+    only_if_last: bool = False
+    remedies: list[str]
+    summary: str
+
+    @field_validator("patterns")
+    @classmethod
+    def _compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            re.compile(pattern)
+        return patterns
+
+    def applies_to(self, engine: str | None) -> bool:
+        return "any" in self.engines or engine is None or engine in self.engines
+
+    @functools.cached_property
+    def regexes(self) -> list[re.Pattern[str]]:
+        return [re.compile(pattern, re.MULTILINE) for pattern in self.patterns]
+
+
+class Benign(_Record):
+    pattern: str
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+
+class ReadyLine(_Record):
+    engine: EngineName
+    pattern: str
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+
+class ProgressLine(_Record):
+    stage: str
+    pattern: str
+    message: str
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+    def describe(self, match: re.Match[str]) -> str:
+        return self.message.format(**{key: value or "?" for key, value in match.groupdict().items()})
+
+
+class SignatureLibrary(_Record):
+    remedies: dict[str, RemedyTemplate]
+    benign: list[Benign]
+    ready: list[ReadyLine]
+    progress: list[ProgressLine]
+    signatures: list[Signature]
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> SignatureLibrary:
+        for signature in self.signatures:
+            missing = [remedy for remedy in signature.remedies if remedy not in self.remedies]
+            if missing:
+                raise ValueError(f"signature {signature.id} names unknown remedies {missing}")
+        identifiers = [signature.id for signature in self.signatures]
+        if len(identifiers) != len(set(identifiers)):
+            raise ValueError("signature ids must be unique")
+        return self
+
+    def is_benign(self, line: str) -> bool:
+        return any(benign.regex.search(line) for benign in self.benign)
+
+
+def parse_library(text: str) -> SignatureLibrary:
+    """Validate a library from TOML text (used for the packaged file and for tests of extensions)."""
+    return SignatureLibrary.model_validate(tomllib.loads(text))
+
+
+@functools.cache
+def load_library() -> SignatureLibrary:
+    text = resources.files("tools.logs").joinpath("signatures.toml").read_text(encoding="utf-8")
+    return parse_library(text)
