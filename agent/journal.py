@@ -12,7 +12,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from agent.redact import redact_value
 from agent.state import utc_now
@@ -23,7 +23,6 @@ JOURNAL_FILE = "journal.jsonl"
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: IO[bytes] | None = None
         self._lock = threading.Lock()
 
     def record(self, kind: str, **fields: Any) -> dict[str, Any]:
@@ -31,10 +30,17 @@ class Journal:
         entry: dict[str, Any] = redact_value({"at": utc_now(), "kind": kind, **fields})
         line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
-            handle = self._open()
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Opened per record: nothing to close, and each record is durable before this returns.
+            with open(self.path, "ab+") as handle:
+                handle.seek(0, os.SEEK_END)
+                if handle.tell() > 0:
+                    handle.seek(-1, os.SEEK_END)
+                    if handle.read(1) != b"\n":
+                        line = b"\n" + line  # end a torn line so this record starts on its own line
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
         return entry
 
     def records(self) -> list[dict[str, Any]]:
@@ -61,19 +67,4 @@ class Journal:
                 if entry.get("kind") == "intent" and entry.get("call_id") not in finished]
 
     def close(self) -> None:
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
-    def _open(self) -> IO[bytes]:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path, "ab+")  # noqa: SIM115 - kept open for the life of the journal
-            handle.seek(0, os.SEEK_END)
-            if handle.tell() > 0:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")  # end a torn line so the next record starts on its own line
-            self._file = handle
-        return self._file
+        """Nothing stays open between records; kept so callers can release a journal explicitly."""

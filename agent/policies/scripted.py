@@ -1,8 +1,9 @@
 """A policy that plays a fixed list of decisions: for tests, demos and replaying a known run.
 
 A script is a JSON or TOML file (or a Python list) of decisions; each decision is a list of actions,
-each action one of ``{"tool": NAME, "arguments": {...}}``, ``{"ask": QUESTION, ...}`` or
-``{"finish": SUMMARY}``. A decision may also be written as a single action. Example (JSON)::
+each action one of ``{"tool": NAME, "arguments": {...}}``, ``{"ask": QUESTION, ...}``,
+``{"finish": SUMMARY}`` or ``{"fail": REASON}`` (gives up: the run ends as failed). A decision may
+also be written as a single action. Example (JSON)::
 
     {"decisions": [
         {"thought": "record the plan", "actions": [
@@ -26,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent.actions import Action, Ask, Decision, Finish, ModelUsage, ToolCall
-from agent.events import UsageError
+from agent.events import RunFailed, UsageError
 from agent.policies.base import PolicyView
 
 
@@ -51,10 +52,21 @@ class ScriptedFinish(BaseModel):
     finish: str
 
 
+class ScriptedFail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    fail: str
+
+
+ScriptedAction = ScriptedCall | ScriptedAsk | ScriptedFinish | ScriptedFail
+
+
+_ACTION_KEYS = {"tool", "ask", "finish", "fail"}
+
+
 class ScriptedDecision(BaseModel):
     model_config = ConfigDict(extra="forbid")
     thought: str = ""
-    actions: list[ScriptedCall | ScriptedAsk | ScriptedFinish] = Field(default_factory=list)
+    actions: list[ScriptedAction] = Field(default_factory=list)
     # Pretend model spending, so budgets can be exercised without a model.
     cost_usd: float = Field(default=0.0, ge=0)
     input_tokens: int = Field(default=0, ge=0)
@@ -63,7 +75,7 @@ class ScriptedDecision(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _single_action(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "actions" not in data and {"tool", "ask", "finish"} & data.keys():
+        if isinstance(data, dict) and "actions" not in data and _ACTION_KEYS & data.keys():
             return {"actions": [data]}
         return data
 
@@ -112,6 +124,9 @@ class ScriptedPolicy:
             return self._exhausted(position)
         memory["position"] = position + 1
         planned = self.script.decisions[position]
+        for item in planned.actions:
+            if isinstance(item, ScriptedFail):
+                raise RunFailed(item.fail)
         actions = [_action(item, f"d{position}-{index}") for index, item in enumerate(planned.actions)]
         usage = ModelUsage(cost_usd=planned.cost_usd, input_tokens=planned.input_tokens,
                            output_tokens=planned.output_tokens)
@@ -127,10 +142,11 @@ class ScriptedPolicy:
             options=["stop here", "resume with another policy"], question_kind="blocked")])
 
 
-def _action(item: ScriptedCall | ScriptedAsk | ScriptedFinish, call_id: str) -> Action:
+def _action(item: ScriptedAction, call_id: str) -> Action:
     if isinstance(item, ScriptedCall):
         return ToolCall(id=call_id, tool=item.tool, arguments=item.arguments)
     if isinstance(item, ScriptedAsk):
         return Ask(question=item.ask, context=item.context, evidence=item.evidence, options=item.options,
                    hypothesis=item.hypothesis, question_kind=item.kind)
+    assert isinstance(item, ScriptedFinish)
     return Finish(summary=item.finish)
