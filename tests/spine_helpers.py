@@ -116,7 +116,8 @@ class HttpReceiver:
                 return
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        server = self.server
+        threading.Thread(target=lambda: server.serve_forever(poll_interval=0.05), daemon=True).start()
         return self
 
     def url(self, path: str = "/hook") -> str:
