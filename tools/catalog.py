@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from tools.base import AnyTool, ToolRegistry
+from tools.engines.control import EngineStatusTool, StopEngineTool
+from tools.engines.launch import LaunchEngineTool
+from tools.logs.diagnose_tool import DiagnoseLogTool
+from tools.logs.tail_tool import TailLogTool
+from tools.probe import ProbeSystemTool
 from tools.update_state import UpdateStateTool
 from tools.wait import WaitTool
 
@@ -11,6 +16,12 @@ def default_tools() -> list[AnyTool]:
     tools: list[AnyTool] = []
     tools.append(UpdateStateTool())
     tools.append(WaitTool())
+    tools.append(ProbeSystemTool())
+    tools.append(LaunchEngineTool())
+    tools.append(StopEngineTool())
+    tools.append(EngineStatusTool())
+    tools.append(TailLogTool())
+    tools.append(DiagnoseLogTool())
     return tools
 
 

@@ -248,7 +248,7 @@ class Diagnoser:
             best = failures[0]
             signature = best.signature
             index: int | None = best.index
-            if signature.diagnosis_class == "unknown":
+            if signature.prefer_exception_line:
                 index = self._exception_line(index)
             confidence = signature.confidence + 0.02 * (best.supporters - 1)
             return self.result(signature.diagnosis_class, confidence, index, signature.summary,

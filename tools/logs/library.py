@@ -57,6 +57,7 @@ class Signature(_Record):
     priority: int
     confidence: float = Field(ge=0.0, le=1.0)
     only_if_last: bool = False
+    prefer_exception_line: bool = False
     remedies: list[str]
     summary: str
 

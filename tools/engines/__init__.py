@@ -1,0 +1,1 @@
+"""Inference engines (SGLang, vLLM): typed launch configs, per-version flag builders, launch and readiness."""

@@ -1,0 +1,135 @@
+"""stop_engine and engine_status for engines started by launch_engine."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from agent.redact import redact_text
+from agent.state import ProcessRecord
+from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
+from tools.engines.config import EngineLaunchConfig
+from tools.engines.health import check_health
+from tools.logs.diagnose import DiagnosisHints, diagnose_file
+from tools.logs.reader import last_frame, read_last_lines
+from tools.processes import DEFAULT_STOP_GRACE_SECONDS, resolve_process, stop_process
+
+
+class EngineName(ToolArgs):
+    name: str | None = Field(None, description="Engine process name; default: the newest engine.")
+
+
+class StopEngineArgs(EngineName):
+    grace_seconds: float = Field(DEFAULT_STOP_GRACE_SECONDS, ge=0, le=600,
+                                 description="Seconds between SIGTERM and SIGKILL.")
+
+
+class StopEngineOutput(ToolOutput):
+    name: str
+    pid: int
+    was_alive: bool
+    sent_sigterm: bool
+    sent_sigkill: bool
+    stopped: bool
+    exit_code: int | None
+    message: str
+
+
+class StopEngineTool(Tool[StopEngineArgs, StopEngineOutput]):
+    name = "stop_engine"
+    description = ("Stop an engine this agent started: SIGTERM to its process group, SIGKILL after the grace "
+                   "period. Never touches a process whose PID was reused.")
+    args_model = StopEngineArgs
+    output_model = StopEngineOutput
+
+    def timeout_for(self, args: StopEngineArgs) -> float:
+        return args.grace_seconds + 60.0
+
+    def run(self, args: StopEngineArgs, context: ToolContext) -> StopEngineOutput:
+        record = resolve_process(context.state, args.name, kind="engine")
+        outcome = stop_process(record, context.host, grace_seconds=args.grace_seconds)
+        context.progress(f"{record.name}: {outcome.message}")
+        return StopEngineOutput(**outcome.model_dump())
+
+
+class EngineStatusArgs(EngineName):
+    tail_lines: int = Field(5, ge=0, le=200, description="How many last log lines to include.")
+
+
+class EngineStatusOutput(ToolOutput):
+    name: str
+    pid: int
+    state: str
+    alive: bool
+    exit_code: int | None = None
+    port: int | None = None
+    uptime_seconds: float | None = None
+    cpu_seconds: float | None = None
+    read_bytes: int | None = None
+    rss_bytes: int | None = None
+    gpu_memory_used_mib: list[int] | None = None
+    health: str | None = None
+    log_path: str
+    last_lines: list[str] = Field(default_factory=list)
+    diagnosis: dict[str, Any] | None = None
+
+
+def _uptime(record: ProcessRecord) -> float | None:
+    try:
+        started = dt.datetime.fromisoformat(record.started_at)
+    except ValueError:
+        return None
+    return round((dt.datetime.now(dt.UTC) - started).total_seconds(), 1)
+
+
+class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
+    name = "engine_status"
+    description = ("State of a launched engine: alive or exit code, CPU/IO/memory counters, GPU memory, a "
+                   "/health check, its last log lines, and a log diagnosis when it is not serving.")
+    args_model = EngineStatusArgs
+    output_model = EngineStatusOutput
+    timeout_seconds: ClassVar[float] = 60.0
+
+    def run(self, args: EngineStatusArgs, context: ToolContext) -> EngineStatusOutput:
+        record = resolve_process(context.state, args.name, kind="engine")
+        status = context.host.status(record.pid, record.create_time)
+        output = EngineStatusOutput(
+            name=record.name, pid=record.pid, state=record.state, alive=status.alive, port=record.port,
+            uptime_seconds=_uptime(record), log_path=record.log_path, cpu_seconds=status.cpu_seconds,
+            read_bytes=status.read_bytes, rss_bytes=status.rss_bytes,
+            gpu_memory_used_mib=context.host.gpu_memory_used_mib())
+        log = Path(record.log_path)
+        if args.tail_lines and log.is_file():
+            lines = read_last_lines(log, args.tail_lines).lines
+            output.last_lines = [redact_text(last_frame(line)) for line in lines]
+        serving = False
+        config = _recorded_config(record)
+        if status.alive and config is not None:
+            health = check_health(config)
+            output.health = health.describe()
+            serving = health.ok
+            if serving and record.state in ("starting", "loading", "hung", "unknown"):
+                record.state = "ready"
+        elif not status.alive and record.state not in ("exited", "stopped"):
+            record.state = "exited"
+            record.exit_code = status.exit_code
+        output.state = record.state
+        output.exit_code = None if status.alive else status.exit_code
+        if not serving and log.is_file():
+            hints = DiagnosisHints(engine=config.engine if config else None, process_alive=status.alive,
+                                   interconnect=context.state.environment.interconnect,
+                                   exit_code=None if record.state == "stopped" else output.exit_code)
+            output.diagnosis = diagnose_file(log, hints).model_dump(mode="json", by_alias=True)
+        return output
+
+
+def _recorded_config(record: ProcessRecord) -> EngineLaunchConfig | None:
+    fields = EngineLaunchConfig.model_fields
+    try:
+        return EngineLaunchConfig.model_validate({key: value for key, value in record.config.items()
+                                                  if key in fields})
+    except ValueError:
+        return None

@@ -1,0 +1,45 @@
+"""HTTP health checks against an engine's OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import httpx
+from pydantic import BaseModel
+
+from tools.engines.config import EngineLaunchConfig
+
+
+class HealthCheck(BaseModel):
+    ok: bool
+    url: str
+    status_code: int | None = None
+    detail: str = ""
+
+    def describe(self) -> str:
+        code = self.status_code if self.status_code is not None else "no answer"
+        return f"GET {self.url} -> {code}{f' ({self.detail})' if self.detail else ''}"
+
+
+def base_url(config: EngineLaunchConfig) -> str:
+    host = config.probe_host
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{config.effective_port}"
+
+
+def check_health(config: EngineLaunchConfig, timeout: float = 5.0) -> HealthCheck:
+    """200 from /health (or, where /health does not exist, from /v1/models) means ready.
+
+    SGLang answers 503 on /health until its warmup request has finished; vLLM answers 200 once the API
+    server is up. Proxy variables are ignored: the engine is reached directly.
+    """
+    root = base_url(config)
+    with httpx.Client(timeout=timeout, trust_env=False) as client:
+        for path in ("/health", "/v1/models"):
+            url = root + path
+            try:
+                response = client.get(url)
+            except httpx.HTTPError as error:
+                return HealthCheck(ok=False, url=url, detail=type(error).__name__)
+            if response.status_code == 404 and path == "/health":
+                continue
+            return HealthCheck(ok=response.status_code == 200, url=url, status_code=response.status_code)
+    return HealthCheck(ok=False, url=root + "/v1/models", detail="no health route")

@@ -1,0 +1,143 @@
+"""Waiting for a launched engine: ready line, then /health; progress reports; early exit; hang detection.
+
+The watcher follows the engine's log by byte offset (never re-reading it), reports loading milestones
+(weight shards %, KV cache allocated, CUDA-graph capture) through ``context.progress``, and returns as
+soon as one of these holds:
+
+- ``ready``: /health (or /v1/models) answered 200; checked at once after the ready line and every
+  ``health_every_seconds`` regardless, since ready-line wording differs between releases;
+- ``exited``: the process died; the log's diagnosis is attached;
+- ``hung``: no activity at all (see :mod:`tools.engines.activity`) for ``hang_after_seconds``;
+- ``timeout``: still loading after ``wait_timeout_seconds`` (the engine is left running).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent.state import ProcessRecord
+from tools.base import ToolContext
+from tools.engines.activity import ActivityMonitor
+from tools.engines.config import EngineLaunchConfig
+from tools.engines.health import check_health
+from tools.logs.diagnose import DiagnosisHints, diagnose_file
+from tools.logs.library import SignatureLibrary, load_library
+from tools.logs.reader import last_frame, read_since
+from tools.processes import refresh
+
+Outcome = Literal["ready", "exited", "hung", "timeout", "not_waited", "started"]
+
+
+class WaitSettings(BaseModel):
+    wait_timeout_seconds: float = Field(gt=0)
+    hang_after_seconds: float = Field(gt=0)
+    poll_seconds: float = Field(2.0, gt=0)
+    health_every_seconds: float = Field(10.0, gt=0)
+
+
+class ReadinessReport(BaseModel):
+    outcome: Outcome
+    waited_seconds: float = 0.0
+    ready_line: str | None = None
+    health: str | None = None
+    milestones: list[str] = Field(default_factory=list)
+    activity_seen: list[str] = Field(default_factory=list)
+    quiet_seconds: float = 0.0
+    exit_code: int | None = None
+    diagnosis: dict[str, Any] | None = None
+    log_offset: int = 0
+
+
+class _LogFollower:
+    """New complete lines of the log, with ready lines and progress milestones picked out."""
+
+    def __init__(self, path: Path, engine: str, library: SignatureLibrary) -> None:
+        self.path = path
+        self.offset = 0
+        self.ready_patterns = [ready.regex for ready in library.ready if ready.engine == engine]
+        self.progress = library.progress
+        self.ready_line: str | None = None
+        self.stage: str | None = None
+
+    def poll(self) -> tuple[int, list[str]]:
+        """(new line count, new milestone messages)."""
+        if not self.path.exists():
+            return 0, []
+        chunk = read_since(self.path, self.offset)
+        self.offset = chunk.new_offset
+        lines = [last_frame(line) for line in chunk.text.splitlines() if line.strip()]
+        milestones: list[str] = []
+        for line in lines:
+            if self.ready_line is None and any(pattern.search(line) for pattern in self.ready_patterns):
+                self.ready_line = line
+            for progress in self.progress:
+                match = progress.regex.search(line)
+                if match:
+                    self.stage = progress.stage
+                    milestones.append(progress.describe(match))
+                    break
+        return len(lines), milestones
+
+
+def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext,
+                   settings: WaitSettings) -> ReadinessReport:
+    """Watch the engine until ready, dead, hung or out of time; keeps ``record.state`` current."""
+    host = context.host
+    started = time.monotonic()
+    follower = _LogFollower(Path(record.log_path), config.engine, load_library())
+    monitor = ActivityMonitor(settings.hang_after_seconds)
+    report = ReadinessReport(outcome="timeout")
+    last_health = float("-inf")
+    while True:
+        status = refresh(record, host)
+        new_lines, milestones = follower.poll()
+        for message in milestones:
+            if not report.milestones or report.milestones[-1] != message:
+                report.milestones.append(message)
+                context.progress(f"{record.name}: {message}")
+        if new_lines and record.state == "starting":
+            record.state = "loading"
+        if not status.alive:
+            follower.poll()
+            report.outcome = "exited"
+            report.exit_code = status.exit_code
+            report.diagnosis = _diagnosis(record, config, context, alive=False, exit_code=status.exit_code,
+                                          stale_after_seconds=settings.hang_after_seconds)
+            break
+        monitor.observe(status, new_lines, host.gpu_memory_used_mib(),
+                        nccl_init_stage=follower.stage == "distributed_init")
+        now = time.monotonic()
+        if follower.ready_line is not None or now - last_health >= settings.health_every_seconds:
+            last_health = now
+            health = check_health(config)
+            report.health = health.describe()
+            if health.ok:
+                record.state = "ready"
+                report.outcome = "ready"
+                break
+        if monitor.hung:
+            record.state = "hung"
+            report.outcome = "hung"
+            report.diagnosis = _diagnosis(record, config, context, alive=True, exit_code=None,
+                                          stale_after_seconds=settings.hang_after_seconds)
+            break
+        if now - started >= settings.wait_timeout_seconds:
+            break
+        time.sleep(settings.poll_seconds)
+    report.ready_line = follower.ready_line
+    report.waited_seconds = round(time.monotonic() - started, 2)
+    report.activity_seen = sorted(monitor.signals_seen)
+    report.quiet_seconds = round(monitor.quiet_seconds, 2)
+    report.log_offset = follower.offset
+    return report
+
+
+def _diagnosis(record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext, *, alive: bool,
+               exit_code: int | None, stale_after_seconds: float) -> dict[str, Any]:
+    hints = DiagnosisHints(engine=config.engine, interconnect=context.state.environment.interconnect,
+                           process_alive=alive, exit_code=exit_code, stale_after_seconds=stale_after_seconds)
+    return diagnose_file(Path(record.log_path), hints).model_dump(mode="json", by_alias=True)

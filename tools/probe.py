@@ -1,0 +1,168 @@
+"""probe_system: GPUs, topology, driver/CUDA, CPU, RAM, disk, and engine package versions.
+
+GPU facts come from the host (NVML locally). Everything else is gathered by a small stdlib-only
+script run with the engine environment's interpreter through ``host.run``, so the same probe works on
+a remote host, and package versions are read from installed metadata without importing the packages
+(importing torch or sglang takes long and can fail for unrelated reasons).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from agent.state import Environment, utc_now
+from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
+from tools.host.base import Host
+
+# Report key -> distribution names to try, first found wins.
+PACKAGES: dict[str, list[str]] = {
+    "sglang": ["sglang"],
+    "vllm": ["vllm"],
+    "torch": ["torch"],
+    "flashinfer": ["flashinfer-python", "flashinfer"],
+    "specforge": ["specforge"],
+    "sglang_kernel": ["sglang-kernel", "sgl-kernel"],
+    "transformers": ["transformers"],
+    "nccl": ["nvidia-nccl-cu13", "nvidia-nccl-cu12"],
+}
+
+FACTS_SCRIPT = r"""
+import importlib.metadata as metadata, json, os, platform, shutil, sys
+wanted, path = json.loads(sys.argv[1]), sys.argv[2]
+versions = {}
+for key, names in wanted.items():
+    versions[key] = None
+    for name in names:
+        try:
+            versions[key] = metadata.version(name)
+            break
+        except metadata.PackageNotFoundError:
+            pass
+model = None
+try:
+    with open("/proc/cpuinfo") as handle:
+        names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        model = names[0] if names else None
+except OSError:
+    pass
+try:
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+except (ValueError, OSError, AttributeError):
+    ram = None
+probe = os.path.abspath(path)
+while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+    probe = os.path.dirname(probe)
+print(json.dumps({"packages": versions, "cpu_model": model or platform.processor() or None,
+                  "cpu_cores": os.cpu_count(), "ram_bytes": ram, "disk_path": probe,
+                  "disk_free_bytes": shutil.disk_usage(probe).free, "python": sys.version.split()[0]}))
+"""
+GIB = 1024 ** 3
+
+
+class ProbeSystemArgs(ToolArgs):
+    model_path: str | None = Field(None, description="Where the model lives (free disk is measured there). "
+                                   "Default: the model path in the state, else the working directory.")
+    engine_python: str | None = Field(None, description="Interpreter of the engine environment. Default: "
+                                      "the configured engine interpreter.")
+
+
+class ProbeSystemOutput(ToolOutput):
+    environment: Environment
+    summary: str
+    notes: list[str] = Field(default_factory=list)
+
+
+def gather_facts(host: Host, python: str, disk_path: str,
+                 timeout: float = 60.0) -> tuple[dict[str, Any], str | None]:
+    """Run the facts script with ``python`` on the host; (facts, error)."""
+    result = host.run([python, "-c", FACTS_SCRIPT, json.dumps(PACKAGES), disk_path], timeout=timeout)
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).strip().splitlines()
+        why = "timed out" if result.timed_out else detail[-1] if detail else f"exit code {result.exit_code}"
+        return {}, f"could not run {python}: {why}"
+    try:
+        facts = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {}, f"{python} printed no facts: {result.stdout[-200:]!r}"
+    return facts if isinstance(facts, dict) else {}, None
+
+
+def engine_versions(host: Host, python: str) -> dict[str, str | None]:
+    """Installed versions of the engine packages, e.g. {"sglang": "0.5.8", "vllm": None, ...}."""
+    facts, _ = gather_facts(host, python, ".")
+    packages = facts.get("packages", {})
+    return packages if isinstance(packages, dict) else {}
+
+
+def _gib(value: object) -> float | None:
+    return round(value / GIB, 1) if isinstance(value, int | float) and value else None
+
+
+def _notes(environment: Environment) -> list[str]:
+    notes: list[str] = []
+    capabilities = {gpu.compute_capability for gpu in environment.gpus}
+    if any(capability.startswith("12.") for capability in capabilities):
+        notes.append("Blackwell SM12x GPUs: fa3, trtllm_mla, flashmla and cutlass_mla do not run here; "
+                     "use --attention-backend triton (or flashinfer) and builds that include sm_120")
+    if environment.interconnect == "pcie" and len(environment.gpus) > 2:
+        notes.append("PCIe-only GPUs (no NVLink): custom all-reduce is off beyond two GPUs, so TP traffic is "
+                     "all NCCL; if collectives hang, try NCCL_P2P_DISABLE=1")
+    if any(link.p2p_supported is False for link in environment.topology):
+        notes.append("some GPU pairs report no P2P support; NCCL falls back to shared memory for them")
+    if any((gpu.ecc_errors_uncorrected or 0) > 0 for gpu in environment.gpus):
+        notes.append("uncorrected ECC errors reported: check GPU health before long runs")
+    return notes
+
+
+def _summary(environment: Environment) -> str:
+    if environment.gpus:
+        names = sorted({gpu.name for gpu in environment.gpus})
+        capability = environment.gpus[0].compute_capability
+        gpus = (f"{len(environment.gpus)}x {', '.join(names)} (SM {capability}), {environment.interconnect}, "
+                f"driver {environment.driver_version}, CUDA {environment.cuda_version}")
+    else:
+        gpus = environment.gpu_probe_error or "no GPUs"
+    installed = ", ".join(f"{name} {version}" for name, version in environment.packages.items() if version)
+    installed = installed or "no engine packages"
+    return f"{gpus}; {environment.cpu_cores} CPU cores, {environment.ram_gib} GiB RAM; {installed}"
+
+
+class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
+    name = "probe_system"
+    description = (
+        "Probe the host: each GPU (name, compute capability, memory, utilisation, temperature, ECC), GPU "
+        "pair topology (NVLink vs PCIe, P2P), driver and CUDA versions, CPU, RAM, free disk at the model "
+        "path, and the installed versions of sglang, vllm, torch, flashinfer and specforge in the engine "
+        "environment. Records the result in the state's environment.")
+    args_model = ProbeSystemArgs
+    output_model = ProbeSystemOutput
+    timeout_seconds: ClassVar[float] = 180.0
+
+    def run(self, args: ProbeSystemArgs, context: ToolContext) -> ProbeSystemOutput:
+        python = args.engine_python or context.settings.engine_python
+        disk_path = args.model_path or context.state.model.path or str(Path.cwd())
+        gpu = context.host.probe_gpus()
+        facts, error = gather_facts(context.host, python, disk_path)
+        notes: list[str] = []
+        if error is not None:
+            notes.append(f"engine environment: {error}; package versions unknown")
+            facts, _ = gather_facts(context.host, sys.executable, disk_path)  # system facts still matter
+            facts.pop("packages", None)
+        environment = context.state.environment.model_copy(update={
+            "probed_at": utc_now(), "host": context.host.name, "gpus": gpu.gpus, "topology": gpu.topology,
+            "interconnect": gpu.interconnect, "driver_version": gpu.driver_version,
+            "cuda_version": gpu.cuda_version, "gpu_probe_error": gpu.error,
+            "cpu_model": facts.get("cpu_model"), "cpu_cores": facts.get("cpu_cores"),
+            "ram_gib": _gib(facts.get("ram_bytes")), "disk_free_gib": _gib(facts.get("disk_free_bytes")),
+            "engine_python": python, "packages": facts.get("packages", {key: None for key in PACKAGES}),
+        })
+        context.state.environment = environment
+        notes += _notes(environment)
+        summary = _summary(environment)
+        context.state.add_finding(f"probe: {summary}", evidence=notes)
+        return ProbeSystemOutput(environment=environment, summary=summary, notes=notes)
