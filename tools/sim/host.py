@@ -1,0 +1,114 @@
+"""The simulated host: a :class:`LocalHost` whose GPUs, engines and training come from a scenario.
+
+Processes are real (spawned, logged, signalled like on the local machine); what they are changes:
+engine, SpecForge and data-script command lines become stand-ins (``tools.sim.*``) that accept the
+same flags, ``<python> -c`` snippets see the scenario's package versions, and ``nvidia-smi`` and friends
+report the scenario's hardware. GPU facts come from the scenario plus the memory ledger the stand-ins
+keep. Simulated time runs ``time_scale`` times faster than real time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import tools
+from tools.host.base import CommandResult, GpuProbe, SpawnedProcess
+from tools.host.local import LocalHost
+from tools.sim import hardware
+from tools.sim.layout import SimLayout, materialize
+from tools.sim.ledger import memory_in_use
+from tools.sim.loader import load_scenario
+from tools.sim.scenario import Scenario
+from tools.sim.translate import Translator, is_stand_in
+
+PROJECT_ROOT = Path(tools.__file__).resolve().parent.parent
+
+
+class SimHost(LocalHost):
+    name = "sim"
+
+    def __init__(
+        self, scenario: Scenario, scenario_file: Path, state_dir: Path, exit_dir: Path | None = None
+    ) -> None:
+        super().__init__(exit_dir)
+        self.scenario = scenario
+        self.scenario_file = scenario_file
+        self.layout = SimLayout.for_state_dir(state_dir, scenario)
+        materialize(self.layout, scenario)
+        self.translator = Translator(scenario_file, self.layout.root)
+
+    @classmethod
+    def from_scenario(cls, name_or_path: str, state_dir: Path) -> SimHost:
+        """Load a built-in scenario by name, or a scenario file; raises ScenarioError (a ValueError)."""
+        scenario, path = load_scenario(name_or_path)
+        return cls(scenario, path, state_dir)
+
+    # -- facts a caller may want besides the Host contract ---------------------------------------------
+
+    @property
+    def time_scale(self) -> float:
+        """Simulated seconds per real second: divide real waiting thresholds by this under simulation."""
+        return self.scenario.time_scale
+
+    @property
+    def model_dir(self) -> Path:
+        return self.layout.model_dir(self.scenario)
+
+    def drafter_dirs(self) -> dict[str, Path]:
+        return {drafter.name: self.layout.drafter_dir(drafter) for drafter in self.scenario.drafters}
+
+    # -- commands and processes -----------------------------------------------------------------------
+
+    def translate(self, argv: list[str]) -> list[str]:
+        return self.translator.translate(list(argv))
+
+    @staticmethod
+    def _stand_in_env(env: dict[str, str] | None) -> dict[str, str]:
+        merged = dict(env or {})
+        current = merged.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+        merged["PYTHONPATH"] = os.pathsep.join(part for part in (str(PROJECT_ROOT), current) if part)
+        return merged
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        input_text: str | None = None,
+        output_cap_bytes: int = 1_000_000,
+    ) -> CommandResult:
+        translated = self.translate(argv)
+        if is_stand_in(translated):
+            env = self._stand_in_env(env)
+        result = super().run(
+            translated,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            input_text=input_text,
+            output_cap_bytes=output_cap_bytes,
+        )
+        return result.model_copy(update={"argv": list(argv)})
+
+    def spawn(
+        self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None
+    ) -> SpawnedProcess:
+        translated = self.translate(argv)
+        if is_stand_in(translated):
+            env = self._stand_in_env(env)
+        return super().spawn(translated, env=env, log_path=log_path, cwd=cwd)
+
+    # -- GPUs -------------------------------------------------------------------------------------------
+
+    def gpu_memory_used_mib(self) -> list[int] | None:
+        if self.scenario.host.gpu_count == 0:
+            return None
+        idle = self.scenario.host.idle_gpu_memory_mib
+        used = memory_in_use(self.layout.root, self.scenario.host.gpu_count)
+        return [idle + value for value in used]
+
+    def probe_gpus(self) -> GpuProbe:
+        return hardware.probe(self.scenario, self.gpu_memory_used_mib() or [])

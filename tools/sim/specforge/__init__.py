@@ -1,0 +1,1 @@
+"""SpecForge stand-ins: drafter training and export on the simulated host."""

@@ -1,0 +1,189 @@
+"""SpecForge run configuration: a YAML subset reader and the schema checks ``specforge train`` makes.
+
+The reader handles what run configs use: nested mappings by indentation, scalars (numbers, booleans,
+null, quoted or bare strings), ``[a, b]`` lists and ``- item`` lists, comments. A JSON file also works.
+Unknown sections and fields are errors, as in SpecForge's unified runtime [SF@a6b6b02 config/schema.py].
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+SCHEMA: dict[str, set[str] | None] = {
+    "model": {
+        "target_model_path",
+        "draft_model_config",
+        "target_backend",
+        "vocab_mapping_path",
+        "embedding_key",
+        "torch_dtype",
+        "sglang_mem_fraction_static",
+        "draft_checkpoint_path",
+        "trust_remote_code",
+    },
+    "data": {
+        "train_data_path",
+        "prompts_path",
+        "hidden_states_path",
+        "max_length",
+        "chat_template",
+        "is_preformatted",
+        "train_only_last_turn",
+        "eval_hidden_states_path",
+        "eval_data_path",
+    },
+    "training": {
+        "strategy",
+        "num_epochs",
+        "max_steps",
+        "batch_size",
+        "learning_rate",
+        "max_grad_norm",
+        "ttt_length",
+        "attention_backend",
+        "tp_size",
+        "save_interval",
+        "log_interval",
+        "eval_interval",
+        "resume_from",
+        "dist_timeout",
+        "seed",
+        "warmup_ratio",
+    },
+    "tracking": None,
+    "profiling": None,
+    "runtime": None,
+    "deployment": None,  # free-form here
+}
+TOP_LEVEL = {"run_id", "output_dir", *SCHEMA}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _scalar(text: str) -> Any:
+    text = text.strip()
+    if not text:
+        return None
+    if text[0] in "\"'" and text[-1] == text[0] and len(text) >= 2:
+        return text[1:-1]
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        return [_scalar(item) for item in inner.split(",")] if inner else []
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off"):
+        return False
+    if lowered in ("null", "~", "none"):
+        return None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _strip_comment(line: str) -> str:
+    return re.sub(r"\s+#.*$", "", line) if not line.lstrip().startswith("#") else ""
+
+
+def parse_yaml(text: str) -> dict[str, Any]:
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        document = json.loads(stripped)
+        if not isinstance(document, dict):
+            raise ConfigError("the configuration must be a mapping")
+        return document
+    root: dict[str, Any] = {}
+    stack: list[tuple[int, Any]] = [(-1, root)]
+    pending: tuple[int, dict[str, Any], str] | None = None  # a key whose value is a nested block
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _strip_comment(raw).rstrip()
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        content = line.strip()
+        if pending is not None:
+            parent_indent, parent, key = pending
+            if indent <= parent_indent:
+                parent[key] = None
+            else:
+                parent[key] = [] if content.startswith("- ") or content == "-" else {}
+                stack.append((indent, parent[key]))
+            pending = None
+        while stack and indent < stack[-1][0]:
+            stack.pop()
+        container = stack[-1][1]
+        if content.startswith("- ") or content == "-":
+            if not isinstance(container, list):
+                raise ConfigError(f"line {number}: a list item where a mapping key was expected")
+            container.append(_scalar(content[1:]))
+            continue
+        key, colon, value = content.partition(":")
+        if not colon or not isinstance(container, dict):
+            raise ConfigError(f"line {number}: expected 'key: value', got {content!r}")
+        if value.strip():
+            container[key.strip().strip("\"'")] = _scalar(value)
+        else:
+            pending = (indent, container, key.strip().strip("\"'"))
+    if pending is not None:
+        pending[1][pending[2]] = None
+    return root
+
+
+def apply_override(config: dict[str, Any], override: str) -> None:
+    """``section.field=value`` as on the ``specforge train`` command line."""
+    path, equals, value = override.partition("=")
+    if not equals or not path:
+        raise ConfigError(f"bad override {override!r}: expected section.field=value")
+    parts = path.split(".")
+    node = config
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"bad override {override!r}: {part} is not a section")
+        node = child
+    node[parts[-1]] = _scalar(value)
+
+
+def check_schema(config: dict[str, Any]) -> None:
+    for key, value in config.items():
+        if key not in TOP_LEVEL:
+            raise ConfigError(f"unknown top-level field {key!r} (known: {', '.join(sorted(TOP_LEVEL))})")
+        allowed = SCHEMA.get(key)
+        if allowed is None:
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"section {key!r} must be a mapping")
+        for field in value:
+            if field not in allowed:
+                raise ConfigError(
+                    f"unknown field {field!r} in section {key!r} (known: {', '.join(sorted(allowed))})"
+                )
+    model, data = config.get("model") or {}, config.get("data") or {}
+    if not model.get("target_model_path"):
+        raise ConfigError("model.target_model_path is required")
+    sources = [name for name in ("train_data_path", "prompts_path", "hidden_states_path") if data.get(name)]
+    if len(sources) != 1:
+        raise ConfigError("data needs exactly one of train_data_path, prompts_path, hidden_states_path")
+    if not config.get("output_dir"):
+        raise ConfigError("output_dir is required")
+
+
+def load_config(path: Path, overrides: list[str]) -> dict[str, Any]:
+    try:
+        config = parse_yaml(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path} is not valid JSON: {error}") from None
+    for override in overrides:
+        apply_override(config, override)
+    check_schema(config)
+    return config
