@@ -52,9 +52,15 @@ def register_secret(value: str | None) -> None:
         _extra_secrets.add(value)
 
 
+# Names built from a secret word that hold no secret: diagnose_log's "key_line" (the most telling log line).
+NOT_SECRET_NAMES = frozenset({"key_line"})
+
+
 @functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True when a variable or key name looks like it holds a secret (see the module docstring)."""
+    if name.lower() in NOT_SECRET_NAMES:
+        return False
     words = [word.lower() for word in _WORD_BOUNDARY.split(name) if word]
     return any(word in SECRET_WORDS for word in words)
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 # Each import registers that module's commands on the app.
 from agent.cli import ask as ask
+from agent.cli import diagnose as diagnose
 from agent.cli import resume as resume
 from agent.cli import run as run
 from agent.cli import status as status
+from agent.cli import tools_cmd as tools_cmd
 from agent.cli.app import app
 
 __all__ = ["app", "main"]

@@ -1,0 +1,48 @@
+"""``agent diagnose LOGFILE``: classify an engine log and print the telling line and remedies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent.cli.app import app
+from agent.cli.common import JsonOption, print_json, usage_errors
+from agent.events import UsageError
+from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
+
+
+def render(diagnosis: Diagnosis) -> str:
+    where = f"line {diagnosis.line_number}" if diagnosis.line_number is not None else (
+        f"{diagnosis.lines_from_end} lines from the end" if diagnosis.lines_from_end else "")
+    heading = (f"{diagnosis.diagnosis_class} (confidence {diagnosis.confidence:.2f}, "
+               f"engine {diagnosis.engine})")
+    lines = [heading, diagnosis.summary]
+    if diagnosis.key_line is not None:
+        lines.append(f"{where}: {diagnosis.key_line}")
+    if diagnosis.progress:
+        lines.append(f"last loading stage: {diagnosis.progress}")
+    for number, remedy in enumerate(diagnosis.remedies, start=1):
+        action = f"  {json.dumps(remedy.action)}" if remedy.action else ""
+        lines.append(f"{number}. {remedy.text}{action}")
+    return "\n".join(lines) + "\n"
+
+
+@app.command()
+def diagnose(
+    logfile: Annotated[Path, typer.Argument(help="An engine log file.")],
+    stale_after_seconds: Annotated[float, typer.Option(
+        help="A log silent this long right after NCCL initialisation counts as an NCCL hang.")] = 600.0,
+    json_output: JsonOption = False,
+) -> None:
+    """Classify an engine log (healthy, loading, nccl_hang, cuda_oom, ...) and suggest remedies."""
+    with usage_errors():
+        if not logfile.is_file():
+            raise UsageError(f"{logfile} is not a file")
+        diagnosis = diagnose_file(logfile, DiagnosisHints(stale_after_seconds=stale_after_seconds))
+    if json_output:
+        print_json(diagnosis.model_dump(mode="json", by_alias=True))
+    else:
+        typer.echo(render(diagnosis), nl=False)
