@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -122,3 +123,44 @@ def test_probe_without_the_nvml_binding(tmp_path: Path) -> None:
     first, second = result.stdout.splitlines()
     assert first.startswith(NO_GPU_PREFIX) and "not installed" in first
     assert second == "None"
+
+
+def _probe_with_stand_in_nvml(extra_env: dict[str, str]) -> dict[str, object]:
+    # A child interpreter whose `pynvml` is tests/fake_modules/pynvml.py: a 4-GPU box without a driver.
+    root = Path(__file__).resolve().parents[1]
+    code = ("from tools.host.local import LocalHost\n"
+            "host = LocalHost()\n"
+            "import json; print(json.dumps({'probe': host.probe_gpus().model_dump(mode='json'),"
+            " 'memory': host.gpu_memory_used_mib()}))")
+    search_path = f"{root / 'tests' / 'fake_modules'}{os.pathsep}{root}"
+    environment = {**os.environ, "PYTHONPATH": search_path, **extra_env}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            cwd=root, env=environment, check=True)
+    value: dict[str, object] = json.loads(result.stdout)
+    return value
+
+
+def test_probe_reads_gpus_and_topology_through_nvml() -> None:
+    result = _probe_with_stand_in_nvml({})
+    probe = result["probe"]
+    assert isinstance(probe, dict)
+    assert probe["error"] is None and probe["interconnect"] == "nvlink"
+    assert probe["driver_version"] == "570.133.20" and probe["cuda_version"] == "12.8"
+    gpus = probe["gpus"]
+    assert [gpu["compute_capability"] for gpu in gpus] == ["12.0"] * 4
+    assert gpus[1]["memory_used_mib"] == 1500 and gpus[0]["memory_total_mib"] == 97_887
+    assert gpus[2]["ecc_errors_uncorrected"] is None and gpus[0]["ecc_errors_uncorrected"] == 0
+    links = {(link["gpu_a"], link["gpu_b"]): link for link in probe["topology"]}
+    assert len(links) == 6
+    assert links[(0, 1)]["link"] == "NV4" and links[(0, 1)]["p2p_supported"] is True
+    assert links[(2, 3)]["link"] == "PHB" and links[(2, 3)]["p2p_supported"] is False
+    assert links[(0, 2)]["link"] == "SYS"
+    assert result["memory"] == [500, 1500, 2500, 3500]
+
+
+def test_probe_reports_a_driver_that_fails_to_initialise() -> None:
+    result = _probe_with_stand_in_nvml({"FAKE_NVML_FAIL": "1"})
+    probe = result["probe"]
+    assert isinstance(probe, dict)
+    assert probe["error"] == f"{NO_GPU_PREFIX}: Driver Not Loaded" and probe["gpus"] == []
+    assert result["memory"] is None
