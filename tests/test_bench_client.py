@@ -1,0 +1,151 @@
+"""The benchmark client against a loopback server with known timing, injected errors and spec counters."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from bench_helpers import fake_server
+
+from tools.bench.runner import BenchParams, run_sweep_blocking
+from tools.bench.stats import distribution_ms, percentile
+from tools.bench.wire import ResponseParser, SseSplitter
+
+
+def sweep(base_url: str, **overrides: object) -> list:  # type: ignore[type-arg]
+    settings: dict[str, object] = {"base_url": base_url, "model": "fake-model", "input_len": 32,
+                                   "output_len": 20, "warmup_requests": 0, "request_timeout_s": 20.0}
+    settings.update(overrides)
+    return run_sweep_blocking(BenchParams.model_validate(settings)).levels
+
+
+def test_measured_latencies_match_the_injected_truth() -> None:
+    ttft_ms, itl_ms, tokens = 60.0, 10.0, 20
+    with fake_server("--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)) as url:
+        levels = sweep(url, concurrency=[1, 4], num_prompts=8, output_len=tokens, warmup_requests=1)
+    for level in levels:
+        assert (level.completed, level.failed, level.errors) == (8, 0, [])
+        assert level.output_tokens == 8 * tokens and level.token_counts_from == "usage"
+        assert level.input_tokens == 8 * 32
+        # Truth plus the server's own request handling: never below, at most a few ms above.
+        assert ttft_ms - 0.5 < level.ttft_ms.median < ttft_ms + 6.0, level.ttft_ms
+        assert abs(level.itl_ms.median - itl_ms) < 2.0, level.itl_ms
+        assert level.itl_ms.count == 8 * (tokens - 1)
+        assert abs(level.tpot_ms.median - itl_ms) < 1.0, level.tpot_ms
+        assert abs(level.e2e_ms.median - (ttft_ms + (tokens - 1) * itl_ms)) < 8.0, level.e2e_ms
+    single, parallel = levels
+    # Back-to-back requests: 8 in series take ~8 x E2E; 4 in parallel take ~2 x E2E.
+    assert single.duration_s > 1.8 * parallel.duration_s
+    assert abs(parallel.request_throughput - 8 / parallel.duration_s) < 1e-9
+    assert abs(single.output_throughput - single.output_tokens / single.duration_s) < 1e-9
+
+
+def test_multi_token_events_count_tokens_from_usage() -> None:
+    with fake_server("--itl-ms", "5", "--tokens-per-event", "3") as url:
+        level = sweep(url, concurrency=[2], num_prompts=4, output_len=30)[0]
+    assert level.output_tokens == 4 * 30
+    assert level.itl_ms.count == 4 * 9  # ten events per request, nine gaps
+    assert abs(level.tpot_ms.median - 9 * 5.0 / 29) < 1.0
+
+
+def test_injected_errors_are_counted_with_their_messages() -> None:
+    with fake_server("--fail-every", "4", "--drop-every", "5", "--itl-ms", "1") as url:
+        level = sweep(url, concurrency=[2], num_prompts=12)[0]
+    assert (level.completed, level.failed) == (7, 5)  # requests 4, 8, 12 fail; 5 and 10 are cut off
+    messages = {error.message: error.count for error in level.errors}
+    assert sum(count for message, count in messages.items() if message.startswith("HTTP 500")) == 3
+    assert any("injected failure" in message for message in messages)
+    assert sum(count for message, count in messages.items() if "closed before the response" in message) == 2
+    assert level.output_tokens == 7 * 20
+
+
+def test_error_events_inside_the_stream_fail_the_request() -> None:
+    with fake_server("--stream-error-every", "2") as url:
+        level = sweep(url, concurrency=[1], num_prompts=4)[0]
+    assert (level.completed, level.failed) == (2, 2)
+    assert "injected stream error" in level.errors[0].message
+
+
+def test_server_closing_idle_keep_alive_connections_is_handled() -> None:
+    with fake_server("--close-after", "1") as url:
+        level = sweep(url, concurrency=[3], num_prompts=9)[0]
+    assert (level.completed, level.failed) == (9, 0)
+
+
+def test_unreachable_server_gives_connection_errors() -> None:
+    with fake_server() as url:
+        pass  # the server is gone once the block ends
+    level = sweep(url, concurrency=[2], num_prompts=2)[0]
+    assert level.failed == 2 and "cannot connect" in level.errors[0].message
+
+
+def test_poisson_arrivals_pace_the_requests() -> None:
+    rate, count = 25.0, 10
+    rng = random.Random(7)  # the level seed is params.seed + level index
+    gaps = [rng.expovariate(rate) for _ in range(count - 1)]
+    with fake_server() as url:
+        level = sweep(url, concurrency=[count], num_prompts=count, request_rate=rate, seed=7, output_len=4)[0]
+    assert level.completed == count and level.request_rate == rate
+    assert level.duration_s >= sum(gaps)
+
+
+@pytest.mark.parametrize(("flavor", "source", "length", "per_run"), [
+    ("vllm", "vllm_counters", 2.5, True),
+    ("sglang", "sglang_counters", 2.5, True),
+    ("sglang_gauges", "sglang_gauges", 2.5, False),
+    ("sglang_info", "server_info", 3.0, False),
+])
+def test_speculative_acceptance_from_server_metrics(flavor: str, source: str, length: float,
+                                                    per_run: bool) -> None:
+    with fake_server("--flavor", flavor, "--accept-length", "2.5") as url:
+        level = sweep(url, concurrency=[2], num_prompts=4, output_len=10, warmup_requests=1)[0]
+    assert level.spec is not None
+    assert (level.spec.source, level.spec.per_run) == (source, per_run)
+    assert level.spec.accept_length == pytest.approx(length)
+    if source in ("vllm_counters", "sglang_counters"):
+        assert level.spec.accept_rate == pytest.approx(0.5)
+
+
+def test_no_speculation_metrics_means_no_acceptance_figure() -> None:
+    with fake_server("--flavor", "none") as url:
+        assert sweep(url, num_prompts=2)[0].spec is None
+
+
+def test_parsers_give_the_same_events_however_the_bytes_are_split() -> None:
+    events = [b'{"n": %d}' % index for index in range(5)]
+    body = b"".join(b"data: " + event + b"\r\n\r\n" for event in events) + b": comment\n\ndata: [DONE]\n\n"
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:17], body[17:60], body[60:]))
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked + b"0\r\n\r\n"
+    for step in (1, 2, 3, 7, 64, len(raw)):
+        splitter, seen = SseSplitter(), list[bytes]()
+
+        def collect(piece: bytes, splitter: SseSplitter = splitter, seen: list[bytes] = seen) -> None:
+            seen.extend(splitter.feed(piece))
+
+        parser = ResponseParser(collect)
+        for start in range(0, len(raw), step):
+            parser.feed(raw[start:start + step])
+        assert parser.complete and parser.status == 200 and parser.keep_alive
+        assert seen == [*events, b"[DONE]"]
+
+
+def test_sized_and_read_to_close_bodies() -> None:
+    pieces: list[bytes] = []
+    sized = ResponseParser(pieces.append)
+    sized.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhel")
+    sized.feed(b"lo")
+    assert sized.complete and sized.status == 404 and not sized.keep_alive and b"".join(pieces) == b"hello"
+    unsized = ResponseParser(pieces.append)
+    unsized.feed(b"HTTP/1.0 200 OK\r\n\r\nabc")
+    assert not unsized.complete
+    unsized.feed_eof()
+    assert unsized.complete
+
+
+def test_percentiles_match_numpy_linear_interpolation() -> None:
+    values = [float(value) for value in range(1, 11)]
+    assert percentile(values, 0.5) == 5.5
+    assert percentile(values, 0.9) == pytest.approx(9.1)
+    assert percentile(values, 0.99) == pytest.approx(9.91)
+    summary = distribution_ms([0.001, 0.002, 0.003])
+    assert summary.mean == pytest.approx(2.0) and summary.median == pytest.approx(2.0) and summary.count == 3

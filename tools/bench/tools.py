@@ -1,0 +1,158 @@
+"""The run_bench and check_correctness tools."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
+from tools.bench import sglang_backend
+from tools.bench.correctness import CorrectnessVerdict, run_probes
+from tools.bench.prompts import EndpointKind
+from tools.bench.record import record_benchmark, record_correctness
+from tools.bench.runner import BenchParams, BenchRun, LevelReport, run_sweep
+
+
+class RunBenchArgs(BenchParams):
+    backend: Literal["opsloop", "sglang"] = Field(
+        default="opsloop", description="'sglang' runs sglang.bench_serving in the engine environment instead")
+    label: str = Field(default="", description="Short name for this run in the state (default: derived)")
+    correctness_probe: bool = Field(default=True, description="Check answers are sane before the load")
+    tokenizer: str | None = Field(default=None, description="Local tokenizer dir for the sglang backend")
+    timeout_s: float = Field(default=3600.0, gt=0, le=6 * 3600, description="Limit for the whole sweep")
+
+
+class RunBenchOutput(ToolOutput):
+    benchmark_id: str
+    client: str
+    levels: list[dict[str, Any]]
+    correctness: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _compact(level: LevelReport) -> dict[str, Any]:
+    """The figures a policy compares, rounded; the full record is in state.benchmarks."""
+    def ms(distribution: Any) -> dict[str, float | None]:
+        return {key: None if value is None else round(value, 2)
+                for key, value in distribution.model_dump(exclude={"count"}).items()}
+    compact: dict[str, Any] = {
+        "concurrency": level.concurrency, "completed": level.completed, "failed": level.failed,
+        "req_per_s": round(level.request_throughput, 3),
+        "output_tok_per_s": round(level.output_throughput, 1),
+        "total_tok_per_s": round(level.total_throughput, 1), "ttft_ms": ms(level.ttft_ms),
+        "itl_ms": ms(level.itl_ms), "tpot_ms": ms(level.tpot_ms), "e2e_ms": ms(level.e2e_ms)}
+    if level.spec is not None:
+        compact["spec"] = level.spec.model_dump(exclude_none=True)
+    if level.errors:
+        compact["errors"] = [f"{error.count}x {error.message}" for error in level.errors]
+    return compact
+
+
+def _run_sglang(args: RunBenchArgs, context: ToolContext) -> BenchRun:
+    python = context.settings.engine_python
+    probe = context.host.run([python, "-c", sglang_backend.HAS_SGLANG], timeout=60)
+    if probe.exit_code != 0:
+        raise ToolError(f"the engine environment ({python}) has no sglang; use backend 'opsloop'")
+    tokenizer = args.tokenizer or context.state.model.path
+    output_file = context.outputs_dir / f"bench_serving-step{context.state.step:05d}-{int(time.time())}.jsonl"
+    levels = []
+    deadline = time.monotonic() + args.timeout_s
+    for concurrency in args.concurrency:
+        argv = sglang_backend.build_command(python, args, concurrency, output_file, tokenizer)
+        context.progress(f"sglang.bench_serving at concurrency {concurrency}")
+        result = context.host.run(context.host.translate(argv), timeout=max(deadline - time.monotonic(), 1.0),
+                                  env=dict(sglang_backend.OFFLINE_ENV), cwd=context.outputs_dir)
+        if result.timed_out or result.exit_code != 0:
+            tail = (result.stderr or result.stdout)[-1500:]
+            why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+            raise ToolError(f"sglang.bench_serving {why} at concurrency {concurrency}:\n{tail}")
+        try:
+            record = sglang_backend.last_record(output_file.read_text(encoding="utf-8"))
+        except (OSError, sglang_backend.BenchOutputError) as error:
+            raise ToolError(f"cannot read the bench_serving result: {error}") from None
+        levels.append(sglang_backend.parse_record(record, args.requests_for(concurrency)))
+    params = BenchParams(**args.model_dump(include=set(BenchParams.model_fields)))
+    return BenchRun(client="sglang.bench_serving", params=params, levels=levels)
+
+
+class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
+    name = "run_bench"
+    description = ("Benchmark an OpenAI-compatible server with synthetic prompts: a sweep over concurrency "
+                   "levels (or a Poisson request rate), reporting req/s, output and total tok/s, TTFT, ITL, "
+                   "TPOT, E2E (mean/median/p90/p99), errors, and speculative acceptance from the server's "
+                   "metrics. Runs a correctness probe first. The result is stored in state.benchmarks with "
+                   "the engine config.")
+    args_model = RunBenchArgs
+    output_model = RunBenchOutput
+
+    def timeout_for(self, args: RunBenchArgs) -> float:
+        return args.timeout_s + 120.0
+
+    def run(self, args: RunBenchArgs, context: ToolContext) -> RunBenchOutput:
+        verdict: CorrectnessVerdict | None = None
+        if args.correctness_probe:
+            context.progress("correctness probe")
+            verdict = _probe(args.base_url, args.model, args.endpoint, args.extra_body, 256)
+            record_correctness(context.state, verdict, args.base_url)
+        if args.backend == "sglang":
+            run = _run_sglang(args, context)
+        else:
+            context.progress(f"benchmark sweep over concurrency {args.concurrency}")
+            params = BenchParams(**args.model_dump(include=set(BenchParams.model_fields)))
+            try:
+                run = asyncio.run(asyncio.wait_for(run_sweep(params), args.timeout_s))
+            except TimeoutError:
+                raise ToolError(f"the sweep did not finish within {args.timeout_s:.0f} s; lower num_prompts "
+                                "or output_len, or raise timeout_s") from None
+        record = record_benchmark(context.state, run, label=args.label, correctness=verdict)
+        context.checkpoint()
+        warnings = []
+        if verdict is not None and not verdict.passed:
+            warnings.append(f"{verdict.summary}: these numbers come from a configuration with wrong output")
+        for level in run.levels:
+            if level.completed == 0:
+                warnings.append(f"concurrency {level.concurrency}: every request failed")
+        return RunBenchOutput(benchmark_id=record.id, client=run.client,
+                              levels=[_compact(level) for level in run.levels],
+                              correctness=verdict.summary if verdict else None, warnings=warnings)
+
+
+def _probe(base_url: str, model: str, kind: EndpointKind, extra_body: dict[str, Any],
+           max_tokens: int) -> CorrectnessVerdict:
+    try:
+        return asyncio.run(run_probes(base_url, model, kind=kind, max_tokens=max_tokens,
+                                      extra_body=extra_body))
+    except ValueError as error:
+        raise ToolError(str(error)) from None
+
+
+class CheckCorrectnessArgs(ToolArgs):
+    base_url: str = Field(description="Scheme, host and port of the server, e.g. http://127.0.0.1:30000")
+    model: str = Field(description="Model name as served")
+    endpoint: EndpointKind = "chat"
+    max_tokens: int = Field(default=256, ge=8, le=8192)
+    extra_body: dict[str, Any] = Field(default_factory=dict,
+                                       description="Merged into each request, e.g. to turn thinking off")
+
+
+class CheckCorrectnessOutput(ToolOutput):
+    verdict: CorrectnessVerdict
+
+
+class CheckCorrectnessTool(Tool[CheckCorrectnessArgs, CheckCorrectnessOutput]):
+    name = "check_correctness"
+    description = ("Ask the server a few fixed questions with greedy decoding and check the answers are "
+                   "sane (not empty, no repetition loop, not garbled, the right fact). Run it after every "
+                   "bring-up or config change: a fast but garbled configuration must not count.")
+    args_model = CheckCorrectnessArgs
+    output_model = CheckCorrectnessOutput
+    timeout_seconds = 900.0
+
+    def run(self, args: CheckCorrectnessArgs, context: ToolContext) -> CheckCorrectnessOutput:
+        verdict = _probe(args.base_url, args.model, args.endpoint, args.extra_body, args.max_tokens)
+        record_correctness(context.state, verdict, args.base_url)
+        context.checkpoint()
+        return CheckCorrectnessOutput(verdict=verdict)
