@@ -36,13 +36,14 @@ def build_command(engine_python: str, params: BenchParams, concurrency: int, out
             "--num-prompts", str(params.requests_for(concurrency)), "--max-concurrency", str(concurrency),
             "--request-rate", "inf" if params.request_rate is None else repr(params.request_rate),
             "--seed", str(params.seed), "--warmup-requests", str(params.warmup_requests),
-            "--output-file", str(output_file), "--disable-tqdm"]
+            "--output-file", str(output_file)]
     if tokenizer:
         argv += ["--tokenizer", tokenizer]
-    if not params.ignore_eos:
-        argv.append("--disable-ignore-eos")
     if params.extra_body:
         argv += ["--extra-request-body", json.dumps(params.extra_body)]
+    argv.append("--disable-tqdm")
+    if not params.ignore_eos:
+        argv.append("--disable-ignore-eos")
     return argv
 
 
