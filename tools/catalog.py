@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from tools.base import AnyTool, ToolRegistry
+from tools.bench.tools import CheckCorrectnessTool, RunBenchTool
 from tools.engines.control import EngineStatusTool, StopEngineTool
 from tools.engines.launch import LaunchEngineTool
 from tools.logs.diagnose_tool import DiagnoseLogTool
 from tools.logs.tail_tool import TailLogTool
+from tools.patch import PatchFileTool, RevertPatchTool
 from tools.probe import ProbeSystemTool
 from tools.update_state import UpdateStateTool
 from tools.wait import WaitTool
@@ -22,6 +24,10 @@ def default_tools() -> list[AnyTool]:
     tools.append(EngineStatusTool())
     tools.append(TailLogTool())
     tools.append(DiagnoseLogTool())
+    tools.append(PatchFileTool())
+    tools.append(RevertPatchTool())
+    tools.append(RunBenchTool())
+    tools.append(CheckCorrectnessTool())
     return tools
 
 
