@@ -71,6 +71,8 @@ class Environment(Document):
     disk_free_gib: float | None = None
     engine_python: str | None = None
     packages: dict[str, str | None] = Field(default_factory=dict)
+    # Model directories found on the host's disk (targets and drafters), e.g. under OPSLOOP_MODEL_DIRS.
+    models: list[ModelInfo] = Field(default_factory=list)
 
 
 class ModelInfo(Document):
@@ -82,6 +84,7 @@ class ModelInfo(Document):
     num_experts: int | None = None
     attention: str | None = None
     quantization: str | None = None
+    role: str | None = None  # "target" or "drafter" (an EAGLE draft model), when found by a probe
 
 
 class Task(Document):
@@ -169,6 +172,7 @@ class Notification(Document):
     at: str = Field(default_factory=utc_now)
     delivered: bool
     error: str | None = None
+    attempts: int = 1
 
 
 class RunSettings(Document):

@@ -41,7 +41,8 @@ class Recording:
     """Wraps a policy and keeps every view it was given."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.name, self.views = inner, inner.name, []
+        self.inner, self.name = inner, inner.name
+        self.views: list[PolicyView] = []
 
     def decide(self, view: PolicyView) -> Decision:
         self.views.append(view)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import typer
-
 from agent.cli.app import app
 from agent.cli.common import (
     AnswerOption,
@@ -13,6 +11,7 @@ from agent.cli.common import (
     StateDirOption,
     locate,
     print_json,
+    print_text,
     usage_errors,
 )
 from agent.escalation import answer_question, resume_command
@@ -41,9 +40,9 @@ def ask(
                 print_json({"run_id": state.run_id, "status": state.status, "state_file": str(file),
                             "questions": [question.model_dump(mode="json") for question in pending]})
             elif not pending:
-                typer.echo(f"No question is waiting for an answer (run {state.run_id} is {state.status}).")
+                print_text(f"No question is waiting for an answer (run {state.run_id} is {state.status}).")
             else:
-                typer.echo("\n\n".join(render_question(question, directory) for question in pending))
+                print_text("\n\n".join(render_question(question, directory) for question in pending))
             return
         if file.name != LATEST_FILE:
             raise UsageError(f"answers are recorded in {directory / LATEST_FILE}, not in {file.name}")
@@ -58,4 +57,4 @@ def ask(
                         "resume_command": resume_command(directory),
                         "pending": [item.id for item in state.pending_questions()]})
         else:
-            typer.echo(f"Recorded the answer to {question.id}. Continue with: {resume_command(directory)}")
+            print_text(f"Recorded the answer to {question.id}. Continue with: {resume_command(directory)}")

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from agent.events import UsageError
+from agent.redact import redact_text, redact_value
 from agent.store import LATEST_FILE
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -36,11 +37,16 @@ def locate(target: Path | None, state_dir: Path | None) -> tuple[Path, Path]:
 
 
 def progress(line: str) -> None:
-    typer.echo(f"· {line}", err=True)
+    typer.echo(redact_text(f"· {line}"), err=True)
+
+
+def print_text(text: str) -> None:
+    """Everything printed goes through the redactor: the in-memory state still holds what tools saw."""
+    typer.echo(redact_text(text), nl=not text.endswith("\n"))
 
 
 def print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    typer.echo(json.dumps(redact_value(value), indent=2, ensure_ascii=False, default=str))
 
 
 @contextmanager

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from agent.cli.app import app
 from agent.cli.common import (
     EXIT_BLOCKED,
@@ -23,6 +21,7 @@ from agent.cli.common import (
     finish,
     locate,
     print_json,
+    print_text,
     progress,
     usage_errors,
 )
@@ -88,4 +87,4 @@ def _report(store: StateStore, code: int, json_output: bool) -> None:
         event = "done" if state.status == "done" else "blocked"
         print_json(outcome(state, store.state_dir, event, code))
     else:
-        typer.echo(render_report(state, store.state_dir), nl=False)
+        print_text(render_report(state, store.state_dir))

@@ -18,6 +18,7 @@ from agent.cli.common import (
     StateDirOption,
     finish,
     locate,
+    progress,
     usage_errors,
 )
 from agent.cli.session import run_session
@@ -74,7 +75,7 @@ def _make_room(store: StateStore, new: bool) -> None:
         if not new:
             raise UsageError(f"{error}. Pass --new to move it into the archive and start over") from None
     archived = store.archive(label)
-    typer.echo(f"· the previous run's files were moved to {archived}", err=True)
+    progress(f"the previous run's files were moved to {archived}")
 
 
 @app.command()

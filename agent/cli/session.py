@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from agent.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, print_json, progress
+from agent.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, print_json, print_text, progress
 from agent.config import AgentConfig
 from agent.escalation import answer_command, resume_command
 from agent.loop import ExitEvent
@@ -69,7 +69,7 @@ def run_session(store: StateStore, state: ProjectState, config: AgentConfig, *, 
     if json_output:
         print_json(outcome(state, store.state_dir, event, code))
     else:
-        typer.echo(render_report(state, store.state_dir), nl=False)
+        print_text(render_report(state, store.state_dir))
     return code
 
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import typer
-
 from agent.cli.app import app
-from agent.cli.common import JsonOption, StateArgument, StateDirOption, locate, print_json, usage_errors
+from agent.cli.common import (
+    JsonOption,
+    StateArgument,
+    StateDirOption,
+    locate,
+    print_json,
+    print_text,
+    usage_errors,
+)
 from agent.lock import holder_pid
 from agent.render import render_status
 from agent.store import StateStore
@@ -21,4 +27,4 @@ def status(target: StateArgument = None, state_dir: StateDirOption = None,
         if json_output:
             print_json(state.model_dump(mode="json"))
         else:
-            typer.echo(render_status(state, directory, holder_pid(directory)), nl=False)
+            print_text(render_status(state, directory, holder_pid(directory)))
