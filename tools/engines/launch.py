@@ -74,7 +74,8 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
     output_model = LaunchEngineOutput
 
     def timeout_for(self, args: LaunchEngineArgs) -> float:
-        return (args.wait_timeout_seconds or 1800.0) + 300.0 if args.wait else 300.0
+        # The wait loop keeps its own deadline (which may come from the config); this is a backstop.
+        return (args.wait_timeout_seconds or 4 * 3600.0) + 300.0 if args.wait else 300.0
 
     def run(self, args: LaunchEngineArgs, context: ToolContext) -> LaunchEngineOutput:
         config = args.config
