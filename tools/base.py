@@ -48,7 +48,8 @@ class ToolError(Exception):
 class NeedsApproval(Exception):
     """The tool refuses to act without a human's approval (destructive command, GPU reset, ...)."""
 
-    def __init__(self, reason: str, evidence: list[str] | None = None, options: list[str] | None = None) -> None:
+    def __init__(self, reason: str, evidence: list[str] | None = None,
+                 options: list[str] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.evidence = list(evidence or [])
@@ -223,7 +224,7 @@ class ToolRegistry:
         def target() -> None:
             try:
                 outcome["output"] = tool.run(args, context)
-            except BaseException as error:  # noqa: BLE001 - reported to the policy, never lost
+            except BaseException as error:  # reported to the policy, never lost
                 outcome["error"] = error
                 outcome["traceback"] = traceback.format_exc()
 
