@@ -140,6 +140,7 @@ def test_wait_timeout_leaves_a_loading_engine_running(context: ToolContext) -> N
     try:
         readiness = output["readiness"]
         assert readiness["outcome"] == "timeout"
+        assert readiness["diagnosis"]["class"] == "loading"
         assert context.state.processes[-1].state == "loading"
         assert context.host.status(output["pid"], context.state.processes[-1].create_time).alive
         status = REGISTRY.execute("engine_status", {"tail_lines": 2}, context).output

@@ -9,6 +9,7 @@ soon as one of these holds:
 - ``exited``: the process died; the log's diagnosis is attached;
 - ``hung``: no activity at all (see :mod:`tools.engines.activity`) for ``hang_after_seconds``;
 - ``timeout``: still loading after ``wait_timeout_seconds`` (the engine is left running).
+Every outcome but ``ready`` carries the diagnosis of the log.
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
                                           stale_after_seconds=settings.hang_after_seconds)
             break
         if now - started >= settings.wait_timeout_seconds:
+            report.diagnosis = _diagnosis(record, config, context, alive=True, exit_code=None,
+                                          stale_after_seconds=settings.hang_after_seconds)
             break
         time.sleep(settings.poll_seconds)
     report.ready_line = follower.ready_line
