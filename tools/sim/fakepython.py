@@ -8,18 +8,31 @@ For the engine-stack distributions in :data:`SIMULATED_DISTRIBUTIONS` the scenar
 listed one is importable (a module with ``__version__``; ``torch`` also answers ``torch.version.cuda`` and
 the ``torch.cuda`` device questions from the scenario's GPUs) and ``importlib.metadata`` reports its
 version; an unlisted one is absent even if installed here. Every other module is the real one.
+
+Host facts a script may read also come from the scenario: ``/proc/cpuinfo`` and ``/proc/meminfo``,
+``os.cpu_count()``, ``os.sysconf("SC_PHYS_PAGES")``, ``shutil.disk_usage()`` and the host name. The
+simulated disk's model directories are listed in ``OPSLOOP_MODEL_DIRS`` (one directory per entry,
+``os.pathsep``-separated), the variable a probe reads to find local models.
 """
 
 from __future__ import annotations
 
+import builtins
 import importlib.abc
 import importlib.machinery
 import importlib.metadata as metadata
+import io
+import os
+import platform
+import shutil
+import socket
 import sys
 import types
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from tools.sim.layout import SimLayout
 from tools.sim.loader import ScenarioError, load_scenario
 from tools.sim.scenario import Scenario, normalise_package
 
@@ -131,10 +144,39 @@ def install(scenario: Scenario) -> None:
     metadata.version = lambda name: distribution(name).version  # type: ignore[assignment]
 
 
+def _simulate_host(scenario: Scenario, sim_root: Path) -> None:
+    host = scenario.host
+    files = {"/proc/cpuinfo": "".join(f"processor\t: {core}\nmodel name\t: {host.cpu_model}\n\n"
+                                      for core in range(host.cpu_cores)),
+             "/proc/meminfo": f"MemTotal:       {int(host.ram_gib * 2**20)} kB\n"}
+    real_open, real_sysconf = builtins.open, os.sysconf
+
+    def simulated_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, str) and file in files:
+            return io.StringIO(files[file])
+        return real_open(file, *args, **kwargs)
+
+    def sysconf(name: str | int) -> int:
+        if name == "SC_PHYS_PAGES":
+            return int(host.ram_gib * 2**30) // real_sysconf("SC_PAGE_SIZE")
+        return real_sysconf(name)
+
+    total = int(host.disk_free_gib * 2**30 * 1.25)
+    free = int(host.disk_free_gib * 2**30)
+    builtins.open = simulated_open
+    os.sysconf = sysconf
+    os.cpu_count = lambda: host.cpu_cores
+    shutil.disk_usage = lambda path: shutil._ntuple_diskusage(total, total - free, free)
+    socket.gethostname = lambda: host.hostname
+    platform.node = lambda: host.hostname
+    os.environ["OPSLOOP_MODEL_DIRS"] = str(SimLayout(sim_root).models_root)
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         scenario_path = arguments[arguments.index("--scenario") + 1]
+        sim_root = Path(arguments[arguments.index("--sim-root") + 1])
         snippet_at = arguments.index("-c") + 1
         snippet, rest = arguments[snippet_at], arguments[snippet_at + 1 :]
     except (ValueError, IndexError):
@@ -149,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 2
     install(scenario)
+    _simulate_host(scenario, sim_root)
     sys.argv = ["-c", *rest]
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(snippet, "<string>", "exec"), namespace)

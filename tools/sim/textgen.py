@@ -59,6 +59,10 @@ _CAPITALS = {
     "russia": "Moscow",
     "korea": "Seoul",
 }
+_ANTONYMS = {"hot": "cold", "cold": "hot", "big": "small", "small": "big", "up": "down", "down": "up",
+             "fast": "slow", "slow": "fast", "light": "dark", "dark": "light", "happy": "sad", "sad": "happy",
+             "open": "closed", "early": "late", "late": "early", "wet": "dry", "dry": "wet", "old": "new",
+             "new": "old", "high": "low", "low": "high", "empty": "full", "full": "empty"}
 _OPENERS = ["Here is a short answer.", "Good question.", "Let me explain briefly.", "In short:"]
 _NOUNS = [
     "the data",
@@ -133,6 +137,9 @@ def _known_answer(prompt: str) -> str | None:
         for country, city in _CAPITALS.items():
             if country in lowered:
                 return f"The capital of {country.title()} is {city}."
+    opposite = re.search(r"opposite of (?:the word )?['\"]?([a-z]+)", lowered)
+    if opposite and opposite.group(1) in _ANTONYMS:
+        return f"The opposite of {opposite.group(1)} is {_ANTONYMS[opposite.group(1)]}."
     count = re.search(r"count from (\d+) to (\d+)", lowered)
     if count and 0 <= int(count.group(2)) - int(count.group(1)) <= 50:
         return ", ".join(str(n) for n in range(int(count.group(1)), int(count.group(2)) + 1)) + "."

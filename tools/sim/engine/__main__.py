@@ -26,7 +26,7 @@ from tools.sim.engine.physics import visible_gpus
 from tools.sim.engine.plan import Plan, build_plan
 from tools.sim.engine.service import Service
 from tools.sim.engine.startup import Startup
-from tools.sim.layout import SimLayout
+from tools.sim.layout import SimLayout, materialize
 from tools.sim.ledger import GpuLedgerEntry, memory_in_use
 from tools.sim.loader import ScenarioError, load_scenario
 from tools.sim.scenario import Scenario
@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"usage: {own.engine} serve [options]\n{own.engine} serve: error: {error}\n")
         return 2
     layout = SimLayout(own.sim_root)
+    if not layout.model_dir(scenario).is_dir():
+        materialize(layout, scenario)  # started without a simulated host (e.g. by hand)
     ledger = GpuLedgerEntry(layout.root)
     others = memory_in_use(layout.root, scenario.host.gpu_count, exclude_pid=ledger.pid)
     plan = build_plan(scenario, launch, env, layout, others)

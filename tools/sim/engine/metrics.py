@@ -66,9 +66,9 @@ def _line(kind: str, name: str, labels: str, value: float) -> list[str]:
     return [f"# TYPE {name.removesuffix('_total')} {kind}", f"{name}{{{labels}}} {value}"]
 
 
-def render_sglang(
-    counters: Counters, model: str, max_tokens: int, speculative: bool, cuda_graph: bool
-) -> str:
+def render_sglang(counters: Counters, model: str, max_tokens: int, speculative: bool, cuda_graph: bool,
+                  draft_tokens: int = 0, modern: bool = False) -> str:
+    """``modern``: SGLang 0.5.23 adds verify-call and draft-shape series for speculation."""
     scheduler = f'model_name="{model}",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"'
     tokenizer = f'model_name="{model}"'
     lines: list[str] = []
@@ -92,6 +92,10 @@ def render_sglang(
         lines += _line(
             "gauge", "sglang:spec_accept_rate", scheduler, round(counters.spec_accepted / rate_denominator, 4)
         )
+        if modern:
+            lines += _line("counter", "sglang:spec_verify_calls_total", scheduler, counters.spec_verify_ct)
+            lines += _line("gauge", "sglang:spec_num_draft_tokens", scheduler, draft_tokens)
+            lines += _line("gauge", "sglang:spec_num_steps", scheduler, max(0, draft_tokens - 1))
     for name, value in (
         ("prompt_tokens_total", counters.prompt_tokens),
         ("generation_tokens_total", counters.generation_tokens),

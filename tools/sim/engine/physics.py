@@ -44,6 +44,19 @@ def check_model(launch: LaunchConfig, scenario: Scenario, layout: SimLayout) -> 
     return crash(launch.engine, "args", [error], "model path")
 
 
+def check_attention(launch: LaunchConfig, scenario: Scenario) -> Failure | None:
+    """vLLM keeps MLA and non-MLA backends apart: the wrong family is rejected at model load (0.33)."""
+    if launch.engine != "vllm":
+        return None
+    backend = launch.attention_backend.upper()
+    mla_backend = backend.endswith("MLA")
+    if mla_backend == (scenario.model.attention == "mla"):
+        return None
+    reason = "MLA not supported" if scenario.model.attention == "mla" else "non-MLA not supported"
+    return crash("vllm", "load", [f"ValueError: Selected backend {backend} is not valid for this "
+                                  f"configuration. Reason: ['{reason}']"], "attention backend")
+
+
 def _drafter_directory(draft_path: str, scenario: Scenario, layout: SimLayout) -> Path:
     """A scenario drafter named by its hub id resolves like a cache hit; anything else is a path."""
     for drafter in scenario.drafters:

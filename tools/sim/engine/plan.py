@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from tools.sim.engine.failure import Drafter, Failure, MemoryPlan
 from tools.sim.engine.launch import LaunchConfig
 from tools.sim.engine.memory import plan_memory
-from tools.sim.engine.physics import check_gpus, check_model, resolve_drafter
+from tools.sim.engine.physics import check_attention, check_gpus, check_model, resolve_drafter
 from tools.sim.layout import SimLayout
 from tools.sim.quality import accept_length, accept_rate
 from tools.sim.rules import PHASES
@@ -91,7 +91,9 @@ def build_plan(scenario: Scenario, launch: LaunchConfig, env: Mapping[str, str],
     drafter = resolve_drafter(launch, scenario, layout)
     gpus, gpu_failure = check_gpus(launch, scenario, env)
     memory = plan_memory(launch, scenario, gpus, others_mib)
-    failures += [failure for failure in (model_failure, gpu_failure) if failure is not None]
+    attention_failure = check_attention(launch, scenario)
+    found = (model_failure, gpu_failure, attention_failure)
+    failures += [failure for failure in found if failure is not None]
     if isinstance(drafter, Failure):
         failures.append(drafter)
         drafter = None

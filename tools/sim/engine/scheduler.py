@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from tools.sim.engine.metrics import Counters
@@ -40,6 +40,7 @@ class Scheduler:
         self.kv_tokens = max(1, kv_tokens)
         self._admission = asyncio.Condition()
         self._requests = 0
+        self.on_admit: Callable[[int], None] | None = None  # called with the prompt length at admission
         if spec is not None and not counters.spec_accepted_per_position:
             counters.spec_accepted_per_position = [0] * spec.steps
 
@@ -92,6 +93,8 @@ class Scheduler:
         stats.prompt_tokens = prompt_tokens
         counters = self.counters
         await self._admit(reserve)
+        if self.on_admit is not None:
+            self.on_admit(prompt_tokens)
         try:
             counters.requests += 1
             counters.prompt_tokens += prompt_tokens

@@ -10,6 +10,7 @@ import os
 import time
 from typing import Any
 
+from tools.sim.engine.flag_tables import parse_version
 from tools.sim.engine.generation_api import GenerationApi
 from tools.sim.engine.http import BadRequest, Request, Response, StreamResponse
 from tools.sim.engine.logs import EngineLog
@@ -27,6 +28,8 @@ class Service:
         self.started = time.time()
         self.counters = Counters()
         self.scheduler = Scheduler(plan.performance, plan.spec, plan.memory.kv_tokens, self.counters)
+        if self.engine == "sglang":
+            self.scheduler.on_admit = self._prefill_line
         self.generation = GenerationApi(
             self.scheduler, self.launch.served_name, self.launch.context_length, plan.garbled
         )
@@ -167,18 +170,21 @@ class Service:
 
     def metrics_text(self) -> str:
         if self.engine == "sglang":
-            return render_sglang(
-                self.counters,
-                self.launch.served_name,
-                self.plan.memory.kv_tokens,
-                self.plan.spec is not None,
-                self.launch.cuda_graph,
-            )
+            spec = self.plan.spec
+            modern = parse_version(self.launch.version) >= (0, 5, 23)
+            return render_sglang(self.counters, self.launch.served_name, self.plan.memory.kv_tokens,
+                                 spec is not None, self.launch.cuda_graph, spec.draft_tokens if spec else 0, modern)
         return render_vllm(
             self.counters, self.launch.served_name, self.plan.memory.kv_tokens, self.plan.spec is not None
         )
 
     # -- logging ------------------------------------------------------------------------------------
+
+    def _prefill_line(self, prompt_tokens: int) -> None:
+        counters = self.counters
+        usage = counters.used_tokens / max(1, self.plan.memory.kv_tokens)
+        self.log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: "
+                      f"{usage:.2f}, #running-req: {counters.running - 1}, #queue-req: {counters.waiting}, ")
 
     def access_log(self, request: Request, status: int) -> None:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 503: "Service Unavailable"}.get(status, "")

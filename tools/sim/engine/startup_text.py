@@ -31,11 +31,9 @@ class StartupText(ABC):
         )
         transport = "SHM/direct/direct" if env_p2p_disabled else "P2P/CUMEM"
         peer = (rank + 1) % world
-        self.log.write(
-            f"{host}:{self.log.pid}:{self.log.pid} [{rank}] NCCL INFO Channel 00/0 : {rank}[{rank}] -> "
-            f"{peer}[{peer}] via {transport}"
-        )
-
+        pid = self.log.pid + rank  # one process per rank in the real engine
+        self.log.write(f"{host}:{pid}:{pid} [{rank}] NCCL INFO Channel 00/0 : {rank}[{rank}] -> "
+                       f"{peer}[{peer}] via {transport}")
 
     @abstractmethod
     def args(self) -> None: ...
