@@ -94,9 +94,10 @@ class AgentConfig(Section):
     notify: NotifySettings = Field(default_factory=NotifySettings)
     tools: ToolSettingsConfig = Field(default_factory=ToolSettingsConfig)
     stuck: StuckSettings = Field(default_factory=StuckSettings)
-    # The LLM policy's section, validated by that policy (agent.policies.llm.settings.LlmSettings)
-    # when it is built, so this module does not depend on it.
+    # The policies' own sections, validated by each policy when it is built (the LLM policy's by
+    # agent.policies.llm.settings.LlmSettings), so this module does not depend on them.
     llm: dict[str, Any] = Field(default_factory=dict)
+    runbook: dict[str, Any] = Field(default_factory=dict)
 
 
 ENVIRONMENT_VARIABLES: dict[str, tuple[str, ...]] = {

@@ -73,7 +73,8 @@ def build_policy(name: str, config: AgentConfig, progress: Progress) -> Policy:
         return ScriptedPolicy.from_file(Path(config.script))
     if name == "runbook":
         module = optional_module("agent.policies.runbook", "the runbook policy")
-        policy: Policy = module.RunbookPolicy()
+        builder = getattr(module, "build_runbook_policy", None)  # takes the config when the module has one
+        policy: Policy = builder(config) if builder is not None else module.RunbookPolicy()
         return policy
     if name == "llm":
         module = optional_module("agent.policies.llm", "the LLM policy")
