@@ -173,7 +173,8 @@ class Service:
             spec = self.plan.spec
             modern = parse_version(self.launch.version) >= (0, 5, 23)
             return render_sglang(self.counters, self.launch.served_name, self.plan.memory.kv_tokens,
-                                 spec is not None, self.launch.cuda_graph, spec.draft_tokens if spec else 0, modern)
+                                 spec is not None, self.launch.cuda_graph, spec.draft_tokens if spec else 0,
+                                 modern)
         return render_vllm(
             self.counters, self.launch.served_name, self.plan.memory.kv_tokens, self.plan.spec is not None
         )
@@ -183,8 +184,9 @@ class Service:
     def _prefill_line(self, prompt_tokens: int) -> None:
         counters = self.counters
         usage = counters.used_tokens / max(1, self.plan.memory.kv_tokens)
-        self.log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, token usage: "
-                      f"{usage:.2f}, #running-req: {counters.running - 1}, #queue-req: {counters.waiting}, ")
+        self.log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, "
+                      f"token usage: {usage:.2f}, #running-req: {counters.running - 1}, "
+                      f"#queue-req: {counters.waiting}, ")
 
     def access_log(self, request: Request, status: int) -> None:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 503: "Service Unavailable"}.get(status, "")
