@@ -27,6 +27,9 @@ SECRET_WORDS = frozenset({
     "bearer", "sessionid", "hftoken", "apitoken", "accesstoken", "authtoken",
 })
 
+# Shell and session variables whose names contain a secret word but whose values are plain paths.
+NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})
+
 _WORD_BOUNDARY = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 SECRET_PATTERNS = [
@@ -61,6 +64,8 @@ def is_secret_name(name: str) -> bool:
     """True when a variable or key name looks like it holds a secret (see the module docstring)."""
     if name.lower() in NOT_SECRET_NAMES:
         return False
+    if name.upper() in NOT_SECRET_NAMES:
+        return False
     words = [word.lower() for word in _WORD_BOUNDARY.split(name) if word]
     return any(word in SECRET_WORDS for word in words)
 
@@ -89,11 +94,13 @@ def _redact_text(text: str, values: re.Pattern[str] | None) -> str:
     if not _ANY_PATTERN.search(text):
         return text
     for pattern in SECRET_PATTERNS:
-        if pattern.groups:
-            text = pattern.sub(lambda match: match.group(1) + MASK, text)
-        else:
-            text = pattern.sub(MASK, text)
+        text = pattern.sub(_mask, text)
     return text
+
+
+def _mask(match: re.Match[str]) -> str:
+    """Keep a pattern's first group (the ``api_key=`` or ``Bearer`` prefix), mask the rest."""
+    return (match.group(1) or "") + MASK if match.re.groups else MASK
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -15,7 +15,7 @@ def test_secret_names(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["max_tokens", "tokenizer", "input_tokens", "author", "keyframe", "monkey",
-                                  "num_keys", "cached_input_tokens", "tokenizer_path"])
+                                  "num_keys", "cached_input_tokens", "tokenizer_path", "PWD", "OLDPWD"])
 def test_names_that_only_look_secret(name: str) -> None:
     assert not is_secret_name(name)
 
@@ -46,3 +46,10 @@ def test_documents_mask_secret_keys_but_keep_ordinary_ones() -> None:
                                       "argv": ["--api-key", MASK], "api_key": ""}
     expected = {"OPENAI_API_KEY": MASK, "PATH": "/usr/bin"}
     assert redact_env({"OPENAI_API_KEY": "x", "PATH": "/usr/bin"}) == expected
+
+
+def test_the_working_directory_is_not_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PWD", "/srv/opsloop-checkout")
+    monkeypatch.setenv("DB_PWD", "hunter2-but-longer")
+    assert redact_text("/srv/opsloop-checkout/.venv/bin/python") == "/srv/opsloop-checkout/.venv/bin/python"
+    assert redact_text("login hunter2-but-longer") == f"login {MASK}"
