@@ -10,6 +10,7 @@ from tools.logs.diagnose_tool import DiagnoseLogTool
 from tools.logs.tail_tool import TailLogTool
 from tools.patch import PatchFileTool, RevertPatchTool
 from tools.probe import ProbeSystemTool
+from tools.shell import ShellTool
 from tools.update_state import UpdateStateTool
 from tools.wait import WaitTool
 
@@ -28,6 +29,7 @@ def default_tools() -> list[AnyTool]:
     tools.append(RevertPatchTool())
     tools.append(RunBenchTool())
     tools.append(CheckCorrectnessTool())
+    tools.append(ShellTool())
     return tools
 
 

@@ -1,0 +1,191 @@
+"""The shell tool: destructive commands escalate, safe ones run, timeouts kill the whole group."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from ops_helpers import fake, make_context, wait_for
+
+from agent.actions import Ask
+from agent.escalation import answer_question, record_question
+from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
+from tools.host.base import CommandResult
+from tools.host.local import LocalHost
+from tools.processes import start_process, stop_process
+from tools.shell import ShellTool
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> ToolContext:
+    work = tmp_path / "work"
+    work.mkdir()
+    context = make_context(tmp_path)
+    context.settings.allowed_write_roots = [work]
+    return context
+
+
+@pytest.fixture
+def foreign() -> Iterator[subprocess.Popen[bytes]]:
+    """A process the agent did not start (the test did)."""
+    marker = f"opsloop-foreign-{uuid.uuid4().hex[:8]}"
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+    process.marker = marker  # type: ignore[attr-defined]
+    yield process
+    process.kill()
+    process.wait()
+
+
+class GuardedHost(LocalHost):
+    """A real host that runs only the guard's own look-ups (pgrep): should the guard ever let a
+    destructive test command through, it fails the test instead of running it."""
+
+    def run(self, argv: list[str], **options: Any) -> CommandResult:
+        if argv and argv[0] == "pgrep":
+            return super().run(argv, **options)
+        raise AssertionError(f"the guard let this through: {argv}")
+
+
+def shell(context: ToolContext, command: str, **extra: object) -> ToolResult:
+    return ToolRegistry([ShellTool()]).execute("shell", {"command": command, **extra}, context)
+
+
+DESTRUCTIVE = [
+    "rm -rf /", "rm -rf /*", "sudo rm -rf --no-preserve-root /", "rm -r -f ~", "rm -fr $HOME", "rm -Rf ~/",
+    "rm -rf {state}", "rm -rf {state}/..", "cd /tmp && rm -rf /usr", "ls; rm --recursive /etc",
+    "bash -c 'rm -rf /'", "sh -c \"echo hi; rm -rf ~\"", "echo $(rm -rf /)", "echo `rm -rf ~`",
+    "find / -delete", "find ~ -name '*.log' -exec rm -f {} +", "rm -rf $OPSLOOP_UNSET_VARIABLE/",
+    "timeout 5 nohup rm -rf /", "env FOO=1 rm -rf ~", "ls\nrm -rf /", "ssh node2 'sudo rm -rf /'",
+    "find . -name x | xargs rm -rf", "mkfs.ext4 /dev/sdb1", "mkfs -t xfs /dev/nvme1n1", "wipefs -a /dev/sdc",
+    "dd if=/dev/zero of=/dev/sda bs=1M", "cat disk.img > /dev/nvme0n1", "echo x | sudo tee /dev/sdb",
+    "shutdown -h now", "sudo reboot", "systemctl poweroff", "init 6", "halt", "poweroff",
+    "nvidia-smi -r -i 0", "sudo nvidia-smi --gpu-reset -i 3", "sudo rmmod nvidia_uvm nvidia",
+    "modprobe -r nvidia", "echo 1 > /sys/bus/pci/devices/0000:3b:00.0/reset",
+    "cd {state}/.. && git clean -fdx", "kill -9 -1", "kill -- -1", "kill -9 $(pgrep python)",
+    "pgrep sglang | xargs kill -9", "kill $PID",
+]
+
+
+@pytest.mark.parametrize("template", DESTRUCTIVE)
+def test_destructive_commands_escalate_instead_of_running(context: ToolContext, template: str) -> None:
+    command = template.replace("{state}", str(context.state_dir))
+    context.host = GuardedHost(exit_dir=context.state_dir / "exits")
+    with pytest.raises(NeedsApproval) as raised:
+        shell(context, command)
+    assert raised.value.evidence[0] == f"command: {command}"
+    assert raised.value.options == ["approve", "deny"]
+    assert context.state_dir.exists()
+
+
+def test_killing_processes_the_agent_did_not_start_escalates(context: ToolContext,
+                                                             foreign: subprocess.Popen[bytes]) -> None:
+    marker = foreign.marker  # type: ignore[attr-defined]
+    context.host = GuardedHost(exit_dir=context.state_dir / "exits")
+    for command in (f"kill -9 {foreign.pid}", f"kill -TERM -- -{foreign.pid}", f"pkill -f {marker}",
+                    f"sudo pkill -9 -f {marker}", f"killall {Path(sys.executable).name}"):
+        with pytest.raises(NeedsApproval, match="not start"):
+            shell(context, command)
+    assert foreign.poll() is None
+
+
+SAFE = [
+    "echo hello", "ls -la", "rm -rf ./build", "rm -rf build/*", "rm build/a.txt", "echo 'rm -rf /'",
+    "grep -c shutdown notes.txt", "dd if=/dev/zero of=out.bin bs=1k count=1", "cat notes.txt > /dev/null",
+    "echo reboot >> notes.txt", "kill -l", "find build -name '*.txt'", "FOO=1 env | grep -c FOO",
+    "pkill -f opsloop-no-such-process-marker",
+]
+
+
+@pytest.mark.parametrize("command", SAFE)
+def test_safe_commands_run(context: ToolContext, command: str) -> None:
+    work = context.settings.allowed_write_roots[0]
+    (work / "build").mkdir()
+    (work / "build" / "a.txt").write_text("x")
+    (work / "notes.txt").write_text("no shutdown here\n")
+    result = shell(context, command)
+    assert result.ok, result.error
+    assert result.output is not None and result.output["exit_code"] in (0, 1)
+
+
+def test_output_and_files_are_real(context: ToolContext) -> None:
+    work = context.settings.allowed_write_roots[0]
+    (work / "build").mkdir()
+    result = shell(context, "echo hello && rm -rf build && ls")
+    assert result.ok and result.output is not None
+    assert result.output["stdout"] == "hello\n" and not (work / "build").exists()
+    failed = shell(context, "ls /no/such/path")
+    assert failed.ok and failed.output is not None
+    assert failed.output["exit_code"] != 0 and "No such file" in failed.output["stderr"]
+
+
+def test_killing_the_agents_own_processes_runs(context: ToolContext) -> None:
+    record = start_process(context, name="sleeper", argv=[sys.executable, fake("sleeper.py")])
+    marker_record = start_process(context, name="sleeper2", argv=[sys.executable, fake("sleeper.py"), "marker-x1"])
+    try:
+        assert shell(context, f"kill -TERM {record.pid}").ok
+        assert wait_for(lambda: not context.host.status(record.pid, record.create_time).alive)
+        assert shell(context, "pkill -f 'sleeper.py marker-x1'").ok
+        assert wait_for(lambda: not context.host.status(marker_record.pid, marker_record.create_time).alive)
+    finally:
+        for item in (record, marker_record):
+            stop_process(item, context.host, grace_seconds=2)
+
+
+def test_timeout_kills_the_whole_process_group(context: ToolContext) -> None:
+    result = shell(context, "sleep 30 & echo $!; sleep 30", timeout_seconds=0.5)
+    assert result.ok and result.output is not None and result.output["timed_out"]
+    background = int(result.output["stdout"].split()[0])
+    assert wait_for(lambda: not psutil.pid_exists(background) or
+                    psutil.Process(background).status() == psutil.STATUS_ZOMBIE)
+
+
+def test_long_output_is_capped_and_saved_in_full(context: ToolContext) -> None:
+    result = shell(context, "seq 1 20000")
+    assert result.ok and result.truncated and result.full_output_path is not None
+    assert "20000" in Path(result.full_output_path).read_text()
+
+
+def test_an_approved_command_runs_once(context: ToolContext, foreign: subprocess.Popen[bytes]) -> None:
+    command = f"kill -9 {foreign.pid}"
+    with pytest.raises(NeedsApproval) as raised:
+        shell(context, command)
+    request = raised.value
+    record_question(context.state, Ask(question=f"shell needs approval: {request.reason}", evidence=request.evidence,
+                                       options=request.options, question_kind="approval"))
+    answer_question(context.state, "approve")
+    result = shell(context, command)
+    assert result.ok and result.output is not None and result.output["approved_by_question"] == "q1"
+    assert foreign.wait(timeout=5) == -9
+    with pytest.raises(NeedsApproval):
+        shell(context, command)
+
+
+def test_a_denied_command_stays_blocked(context: ToolContext) -> None:
+    with pytest.raises(NeedsApproval) as raised:
+        shell(context, "rm -rf ~")
+    record_question(context.state, Ask(question="shell needs approval", evidence=raised.value.evidence,
+                                       question_kind="approval"))
+    answer_question(context.state, "deny")
+    with pytest.raises(NeedsApproval):
+        shell(context, "rm -rf ~")
+
+
+def test_unparsable_commands_and_bad_directories_are_errors(context: ToolContext) -> None:
+    unbalanced = shell(context, "echo 'unterminated")
+    assert not unbalanced.ok and "not run" in (unbalanced.error or "")
+    nowhere = shell(context, "ls", cwd="/no/such/dir")
+    assert not nowhere.ok and "does not exist" in (nowhere.error or "")
+
+
+def test_secrets_in_output_are_redacted(context: ToolContext) -> None:
+    secret = "sk-ant-" + "a1b2c3d4e5f6g7h8i9j0" * 2
+    result = shell(context, f"echo {secret}", cwd=str(os.getcwd()))
+    assert result.ok and result.output is not None
+    assert secret not in result.output["stdout"] and secret not in result.output["command"]
