@@ -27,9 +27,6 @@ SECRET_WORDS = frozenset({
     "bearer", "sessionid", "hftoken", "apitoken", "accesstoken", "authtoken",
 })
 
-# Shell and session variables whose names contain a secret word but whose values are plain paths.
-NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK"})
-
 _WORD_BOUNDARY = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
 SECRET_PATTERNS = [
@@ -55,16 +52,15 @@ def register_secret(value: str | None) -> None:
         _extra_secrets.add(value)
 
 
-# Names built from a secret word that hold no secret: diagnose_log's "key_line" (the most telling log line).
-NOT_SECRET_NAMES = frozenset({"key_line"})
+# Names built from a secret word that hold no secret (compared in lower case): diagnose_log's
+# "key_line" (the most telling log line), and shell variables whose values are plain paths.
+NOT_SECRET_NAMES = frozenset({"key_line", "pwd", "oldpwd", "ssh_auth_sock"})
 
 
 @functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True when a variable or key name looks like it holds a secret (see the module docstring)."""
     if name.lower() in NOT_SECRET_NAMES:
-        return False
-    if name.upper() in NOT_SECRET_NAMES:
         return False
     words = [word.lower() for word in _WORD_BOUNDARY.split(name) if word]
     return any(word in SECRET_WORDS for word in words)
