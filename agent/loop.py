@@ -8,6 +8,7 @@ next decision. A crash at any point is settled on resume by :mod:`agent.recovery
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Literal
@@ -101,8 +102,11 @@ class Agent:
             state=self.state, state_dir=self.store.state_dir, tool_schemas=self.registry.schemas(),
             observations=observations, new_answers=answers, nudge=nudge))
         self._account(decision)
-        pending = PendingStep(step=self.state.step, thought=decision.thought,
-                              actions=[action.model_dump(mode="json") for action in decision.actions])
+        actions = [action.model_dump(mode="json") for action in decision.actions]
+        for index, action in enumerate(actions):  # call ids key the results, so they must be unique
+            if action["kind"] == "tool_call" and any(action["id"] == other.get("id") for other in actions[:index]):
+                action["id"] = f"{action['id']}-{index}"
+        pending = PendingStep(step=self.state.step, thought=decision.thought, actions=actions)
         self.state.loop.pending, self.state.loop.observations = pending, []
         self.store.save(self.state)  # the decision and the policy's memory are committed together
         self.store.journal.record("decision", step=pending.step, thought=pending.thought,
@@ -121,7 +125,8 @@ class Agent:
         """Run one call and save its result; returns the question when the tool needs approval."""
         self.store.journal.record("intent", step=pending.step, call_id=call.id, tool=call.tool,
                                   arguments=call.arguments)
-        self.progress(f"step {pending.step}: {call.tool}")
+        shown = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+        self.progress(f"step {pending.step}: {call.tool} {shown[:120]}")
         ask = None
         try:
             result = self.registry.execute(call.tool, call.arguments, self.context)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.actions import Decision
+from agent.actions import Decision, Finish, ToolCall
 from agent.escalation import answer_question
 from agent.loop import Agent, ExitEvent
 from agent.policies.base import PolicyView
@@ -156,3 +156,26 @@ def test_an_unexpected_error_is_recorded_saved_and_raised(tmp_path: Path) -> Non
     saved = agent.store.load()
     assert saved.status == "failed" and "policy bug" in saved.findings[-1].summary
     assert events == [("failed", None)]
+
+
+class DuplicateIds:
+    """A policy that (wrongly) gives two calls the same id; both must still run."""
+
+    name = "duplicates"
+
+    def __init__(self) -> None:
+        self.decisions = 0
+
+    def decide(self, view: PolicyView) -> Decision:
+        self.decisions += 1
+        if self.decisions > 1:
+            return Decision(actions=[Finish(summary="ok")])
+        calls = [ToolCall(id="same", tool="update_state", arguments={"findings": [{"summary": text}]})
+                 for text in ("one", "two")]
+        return Decision(actions=list(calls))
+
+
+def test_calls_sharing_an_id_both_run(tmp_path: Path) -> None:
+    agent = _agent(tmp_path, DuplicateIds())
+    assert agent.run() == "done"
+    assert [finding.summary for finding in agent.state.findings] == ["one", "two"]
