@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -32,12 +33,10 @@ class StateDirectoryLock:
         except OSError as error:
             reason = error.strerror or str(error)
             raise UsageError(f"cannot lock state directory {self.state_dir}: {reason}") from None
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _try_lock(descriptor, attempts=5):  # a few tries: `agent status` probes it for a moment
             holder = _read_pid(descriptor)
             os.close(descriptor)
-            raise StateDirectoryLocked(str(self.state_dir), holder) from None
+            raise StateDirectoryLocked(str(self.state_dir), holder)
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
         os.fsync(descriptor)
@@ -60,6 +59,17 @@ class StateDirectoryLock:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.release()
+
+
+def _try_lock(descriptor: int, attempts: int) -> bool:
+    for attempt in range(attempts):
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if attempt + 1 < attempts:
+                time.sleep(0.02)
+    return False
 
 
 def _read_pid(descriptor: int) -> int | None:
