@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tools.base import AnyTool, ToolRegistry
 from tools.bench.tools import CheckCorrectnessTool, RunBenchTool
+from tools.drafter import DrafterStatusTool, TrainDrafterTool
 from tools.engines.control import EngineStatusTool, StopEngineTool
 from tools.engines.launch import LaunchEngineTool
 from tools.logs.diagnose_tool import DiagnoseLogTool
@@ -30,6 +31,8 @@ def default_tools() -> list[AnyTool]:
     tools.append(RunBenchTool())
     tools.append(CheckCorrectnessTool())
     tools.append(ShellTool())
+    tools.append(TrainDrafterTool())
+    tools.append(DrafterStatusTool())
     return tools
 
 

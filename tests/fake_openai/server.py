@@ -98,9 +98,15 @@ class Server:
             await self.plain(writer, 500, message, "application/json")
             return True
         started = time.perf_counter()
-        prompt = request.get("prompt") if not chat else request["messages"][0]["content"]  # type: ignore[index]
+        prompt = request.get("prompt") if not chat else request["messages"][-1]["content"]  # type: ignore[index]
         prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
         texts = self.texts(str(prompt), int(request.get("max_tokens") or 16))  # type: ignore[call-overload]
+        if not request.get("stream"):
+            self.tokens += len(texts) * options.tokens_per_event
+            text = "".join(texts)
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"text": text}
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(texts) * options.tokens_per_event}
+            return await self.plain(writer, 200, json.dumps({"choices": [choice], "usage": usage}), "application/json")
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                      b"Transfer-Encoding: chunked\r\n\r\n")
         if chat:
