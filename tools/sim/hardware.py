@@ -1,11 +1,13 @@
-"""GPU facts of a scenario in the shapes the probe and ``nvidia-smi`` report them."""
+"""GPU facts of a scenario, shared by the simulated host's probe and its ``nvidia-smi``.
+
+Kept free of the agent's state models so the host-command stand-in starts quickly.
+"""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 
-from agent.state import GpuInfo, GpuLink
-from tools.host.base import GpuProbe
 from tools.sim.scenario import Scenario
 
 # NVIDIA Xid catalogue (docs.nvidia.com/deploy/xid-errors): the codes a scenario is likely to use.
@@ -40,52 +42,46 @@ def gpu_uuid(scenario: Scenario, index: int) -> str:
     return f"GPU-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
-def gpu_infos(scenario: Scenario, used_mib: list[int]) -> list[GpuInfo]:
+@dataclass(frozen=True)
+class GpuRow:
+    """One GPU as the probe and ``nvidia-smi`` see it (field names follow ``agent.state.GpuInfo``)."""
+
+    index: int
+    name: str
+    compute_capability: str
+    memory_total_mib: int
+    memory_used_mib: int
+    utilization_percent: int
+    temperature_c: int
+    ecc_errors_uncorrected: int
+    xid_errors: list[str] = field(default_factory=list)
+
+
+def gpu_rows(scenario: Scenario, used_mib: list[int]) -> list[GpuRow]:
     faults = {fault.gpu: fault for fault in scenario.host.faults}
-    infos = []
+    rows = []
     for index in range(scenario.host.gpu_count):
         group = scenario.host.gpu_group(index)
         fault = faults.get(index)
         used = min(group.memory_mib, used_mib[index] if index < len(used_mib) else 0)
-        infos.append(
-            GpuInfo(
-                index=index,
-                name=group.name,
-                compute_capability=group.compute_capability,
-                memory_total_mib=group.memory_mib,
-                memory_used_mib=used,
-                utilization_percent=min(100, int(100 * used / group.memory_mib)) if used > 1024 else 0,
-                temperature_c=34 + (index * 3) % 9 + (20 if used > 1024 else 0),
-                ecc_errors_uncorrected=fault.ecc_uncorrected if fault else 0,
-                xid_errors=[xid_text(code) for code in fault.xid] if fault else [],
-            )
-        )
-    return infos
+        busy = used > 1024
+        rows.append(GpuRow(
+            index=index, name=group.name, compute_capability=group.compute_capability,
+            memory_total_mib=group.memory_mib, memory_used_mib=used,
+            utilization_percent=min(100, int(100 * used / group.memory_mib)) if busy else 0,
+            temperature_c=34 + (index * 3) % 9 + (20 if busy else 0),
+            ecc_errors_uncorrected=fault.ecc_uncorrected if fault else 0,
+            xid_errors=[xid_text(code) for code in fault.xid] if fault else []))
+    return rows
 
 
-def topology(scenario: Scenario) -> list[GpuLink]:
-    link = scenario.host.link()
+def pairs(scenario: Scenario) -> list[tuple[int, int]]:
     count = scenario.host.gpu_count
-    return [
-        GpuLink(gpu_a=a, gpu_b=b, link=link, p2p_supported=scenario.host.p2p_supported)
-        for a in range(count)
-        for b in range(a + 1, count)
-    ]
+    return [(a, b) for a in range(count) for b in range(a + 1, count)]
 
 
-def probe(scenario: Scenario, used_mib: list[int]) -> GpuProbe:
+def interconnect(scenario: Scenario) -> str:
     host = scenario.host
-    if host.gpu_count == 0:
-        return GpuProbe(
-            error="NVML: no NVIDIA GPU found (the simulated host has no GPUs)",
-            driver_version=host.driver_version,
-            cuda_version=host.cuda_version,
-        )
-    interconnect = "nvlink" if host.interconnect == "nvlink" else ("pcie" if host.gpu_count > 1 else "none")
-    return GpuProbe(
-        gpus=gpu_infos(scenario, used_mib),
-        topology=topology(scenario),
-        interconnect=interconnect,
-        driver_version=host.driver_version,
-        cuda_version=host.cuda_version,
-    )
+    if host.interconnect == "nvlink":
+        return "nvlink"
+    return "pcie" if host.gpu_count > 1 else "none"

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import tools
+from agent.state import GpuInfo, GpuLink
 from tools.host.base import CommandResult, GpuProbe, SpawnedProcess
 from tools.host.local import LocalHost
 from tools.sim import hardware
@@ -111,4 +112,12 @@ class SimHost(LocalHost):
         return [idle + value for value in used]
 
     def probe_gpus(self) -> GpuProbe:
-        return hardware.probe(self.scenario, self.gpu_memory_used_mib() or [])
+        scenario = self.scenario
+        if scenario.host.gpu_count == 0:
+            return GpuProbe(error="NVML: no NVIDIA GPU found (the simulated host has no GPUs)",
+                            driver_version=scenario.host.driver_version, cuda_version=scenario.host.cuda_version)
+        gpus = [GpuInfo(**vars(row)) for row in hardware.gpu_rows(scenario, self.gpu_memory_used_mib() or [])]
+        link, p2p = scenario.host.link(), scenario.host.p2p_supported
+        topology = [GpuLink(gpu_a=a, gpu_b=b, link=link, p2p_supported=p2p) for a, b in hardware.pairs(scenario)]
+        return GpuProbe(gpus=gpus, topology=topology, interconnect=hardware.interconnect(scenario),
+                        driver_version=scenario.host.driver_version, cuda_version=scenario.host.cuda_version)

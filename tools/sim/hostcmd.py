@@ -16,13 +16,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.state import GpuInfo
 from tools.sim import hardware
+from tools.sim.hardware import GpuRow
 from tools.sim.ledger import memory_in_use
 from tools.sim.loader import ScenarioError, load_scenario
 from tools.sim.scenario import Scenario
 
-QueryField = Callable[[GpuInfo, Scenario], str]
+QueryField = Callable[[GpuRow, Scenario], str]
 QUERY_FIELDS: dict[str, QueryField] = {
     "index": lambda gpu, s: str(gpu.index),
     "name": lambda gpu, s: gpu.name,
@@ -40,9 +40,9 @@ QUERY_FIELDS: dict[str, QueryField] = {
 }
 
 
-def _gpus(scenario: Scenario, sim_root: Path) -> list[GpuInfo]:
+def _gpus(scenario: Scenario, sim_root: Path) -> list[GpuRow]:
     used = memory_in_use(sim_root, scenario.host.gpu_count)
-    return hardware.gpu_infos(scenario, [value + scenario.host.idle_gpu_memory_mib for value in used])
+    return hardware.gpu_rows(scenario, [value + scenario.host.idle_gpu_memory_mib for value in used])
 
 
 def nvidia_smi(scenario: Scenario, sim_root: Path, args: list[str]) -> int:
