@@ -178,3 +178,22 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(tmp_p
     with pytest.raises(WriteRefused, match="without following a link"):
         write_bytes_atomic(checked, b"evil")
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_engine_environments_site_packages_is_writable(context: ToolContext, tmp_path: Path) -> None:
+    site = tmp_path / "engine" / "lib" / "python3.11" / "site-packages"
+    (site / "sglang" / "srt" / "models").mkdir(parents=True)
+    model_file = site / "sglang" / "srt" / "models" / "kimi_k25.py"
+    model_file.write_text(ORIGINAL)
+    python = tmp_path / "engine" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f"#!/bin/sh\necho '[\"{site}\"]'\n")  # stands in for the engine's interpreter
+    python.chmod(0o755)
+    context.settings.engine_python = str(python)
+    result = call(context, "patch_file", {"path": str(model_file), "search": "[2, 30, 58]", "replace": "[1, 2]"})
+    assert result.ok, result.error
+    assert "[1, 2]" in model_file.read_text()
+    elsewhere = tmp_path / "engine" / "bin" / "other.py"
+    elsewhere.write_text(ORIGINAL)
+    refused = call(context, "patch_file", {"path": str(elsewhere), "search": "return 1", "replace": "x"})
+    assert not refused.ok and str(site) in (refused.error or "")

@@ -9,6 +9,7 @@ recorded in ``state.patches``; ``revert_patch`` puts the original back. Writes g
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -17,6 +18,10 @@ from agent.state import PatchRecord
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.unified_diff import DiffError, apply_diff, make_diff
 from tools.write_guard import ConfinedPath, WriteRefused, confine, read_bytes, write_bytes_atomic
+
+SITE_PACKAGES_PROBE = ("import json, sysconfig; paths = sysconfig.get_paths(); "
+                       "print(json.dumps(sorted({paths['purelib'], paths['platlib']})))")
+_SITE_PACKAGES: dict[tuple[str, str], list[Path]] = {}
 
 
 class PatchFileArgs(ToolArgs):
@@ -70,9 +75,34 @@ def _count_occurrences(text: str, needle: str) -> int:
     return count
 
 
+def engine_site_packages(context: ToolContext) -> list[Path]:
+    """The engine environment's installed-packages directories (patching an engine's model file is a
+    real need), asked from its interpreter once per host and interpreter; empty if it cannot say."""
+    key = (context.host.name, context.settings.engine_python)
+    if key not in _SITE_PACKAGES:
+        result = context.host.run([context.settings.engine_python, "-c", SITE_PACKAGES_PROBE], timeout=30)
+        try:
+            found = json.loads(result.stdout.strip().splitlines()[-1]) if result.exit_code == 0 else None
+        except (ValueError, IndexError):
+            found = None
+        if not isinstance(found, list):
+            return []
+        _SITE_PACKAGES[key] = [Path(item) for item in found if isinstance(item, str) and Path(item).is_dir()]
+    return _SITE_PACKAGES[key]
+
+
 def _confine(raw_path: str, context: ToolContext) -> ConfinedPath:
+    """Confine to the configured roots (the working directory first) plus the engine's site-packages."""
+    roots = list(context.settings.allowed_write_roots)
     try:
-        return confine(raw_path, context.settings.allowed_write_roots)
+        return confine(raw_path, roots)
+    except WriteRefused as error:
+        first_refusal = error
+    extra = [root for root in engine_site_packages(context) if root not in roots]
+    if not roots or not extra:
+        raise ToolError(str(first_refusal)) from None
+    try:
+        return confine(raw_path, roots + extra)
     except WriteRefused as error:
         raise ToolError(str(error)) from None
 
