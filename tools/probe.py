@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agent.state import Environment, utc_now
+from agent.state import Environment, ModelInfo, utc_now
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.host.base import Host
 
@@ -57,9 +57,27 @@ except (ValueError, OSError, AttributeError):
 probe = os.path.abspath(path)
 while not os.path.exists(probe) and os.path.dirname(probe) != probe:
     probe = os.path.dirname(probe)
+models = []
+for root in [entry for entry in os.environ.get("OPSLOOP_MODEL_DIRS", "").split(os.pathsep) if entry]:
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        directory = os.path.join(root, name)
+        try:
+            with open(os.path.join(directory, "config.json")) as handle:
+                config = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        try:
+            with open(os.path.join(directory, "model.safetensors.index.json")) as handle:
+                size = json.load(handle)["metadata"]["total_size"]
+        except (OSError, ValueError, KeyError, TypeError):
+            size = sum(entry.stat().st_size for entry in os.scandir(directory)
+                       if entry.name.endswith(".safetensors"))
+        models.append({"path": directory, "config": config if isinstance(config, dict) else {},
+                       "size_bytes": size})
 print(json.dumps({"packages": versions, "cpu_model": model or platform.processor() or None,
                   "cpu_cores": os.cpu_count(), "ram_bytes": ram, "disk_path": probe,
-                  "disk_free_bytes": shutil.disk_usage(probe).free, "python": sys.version.split()[0]}))
+                  "disk_free_bytes": shutil.disk_usage(probe).free, "python": sys.version.split()[0],
+                  "models": models}))
 """
 GIB = 1024 ** 3
 
@@ -101,6 +119,26 @@ def engine_versions(host: Host, python: str) -> dict[str, str | None]:
 
 def _gib(value: object) -> float | None:
     return round(value / GIB, 1) if isinstance(value, int | float) and value else None
+
+
+def _models(found: object) -> list[ModelInfo]:
+    """Model directories reported by the facts script (``OPSLOOP_MODEL_DIRS``), as ModelInfo."""
+    models: list[ModelInfo] = []
+    for item in found if isinstance(found, list) else []:
+        config = item.get("config") if isinstance(item, dict) else None
+        if not isinstance(config, dict):
+            continue
+        architecture = str((config.get("architectures") or [""])[0]) or None
+        quantization = config.get("quantization_config")
+        models.append(ModelInfo(
+            name=Path(str(item.get("path"))).name, path=str(item.get("path")),
+            size_gib=_gib(item.get("size_bytes")),
+            architecture=architecture, num_layers=config.get("num_hidden_layers"),
+            num_experts=config.get("n_routed_experts") or config.get("num_experts"),
+            attention="mla" if config.get("kv_lora_rank") else None,
+            quantization=quantization.get("quant_method") if isinstance(quantization, dict) else None,
+            role="drafter" if architecture and "Eagle" in architecture else "target"))
+    return models
 
 
 def _notes(environment: Environment) -> list[str]:
@@ -160,6 +198,7 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
             "cpu_model": facts.get("cpu_model"), "cpu_cores": facts.get("cpu_cores"),
             "ram_gib": _gib(facts.get("ram_bytes")), "disk_free_gib": _gib(facts.get("disk_free_bytes")),
             "engine_python": python, "packages": facts.get("packages", {key: None for key in PACKAGES}),
+            "models": _models(facts.get("models")),
         })
         context.state.environment = environment
         notes += _notes(environment)
