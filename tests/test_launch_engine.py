@@ -136,7 +136,8 @@ def test_cpu_spinning_right_after_nccl_init_still_counts_as_hung(context: ToolCo
 
 
 def test_wait_timeout_leaves_a_loading_engine_running(context: ToolContext) -> None:
-    output = launch(context, "endless-loading", wait_timeout_seconds=1.0)
+    # Long enough for the stand-in to have started printing progress even on a loaded machine.
+    output = launch(context, "endless-loading", wait_timeout_seconds=3.0)
     try:
         readiness = output["readiness"]
         assert readiness["outcome"] == "timeout"
