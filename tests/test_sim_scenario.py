@@ -101,3 +101,12 @@ def test_present_and_boolean_conditions() -> None:
     assert not when.matches(LaunchFacts("sglang", {"--enforce-eager": True}, set(), {}))
     with pytest.raises(ValueError, match="at least one of"):
         Condition.model_validate({})
+
+
+def test_the_documented_example_is_a_valid_scenario(tmp_path: Path) -> None:
+    document = (Path(__file__).resolve().parent.parent / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    example = document.split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "example.toml"
+    path.write_text(example, encoding="utf-8")
+    scenario, _ = load_scenario(str(path))
+    assert scenario.name == "my-box" and scenario.rules[0].when.flags == {"--attention-backend": "flashinfer"}
