@@ -152,10 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"Swap:   {0:>12} {0:>11} {0:>11}")
     elif program == "df":
-        size = int(host.disk_free_gib * 2**30 * 1.25) // 1024
-        free = int(host.disk_free_gib * 2**30) // 1024
-        print("Filesystem      1K-blocks       Used  Available Use% Mounted on")
-        print(f"/dev/nvme0n1p2 {size:>10} {size - free:>10} {free:>10} {100 * (size - free) // size:>3}% /")
+        size, free = int(host.disk_free_gib * 1.25 * 2**20), int(host.disk_free_gib * 2**20)  # KiB
+        human = "-h" in args
+        columns = [f"{value / 2**20:.0f}G" if human else str(value) for value in (size, size - free, free)]
+        print(f"Filesystem     {'Size' if human else '1K-blocks':>10} {'Used':>10} {'Avail':>10} Use% Mounted on")
+        print(f"/dev/nvme0n1p2 {columns[0]:>10} {columns[1]:>10} {columns[2]:>10} {100 * (size - free) // size:>3}% /")
     elif program == "dmesg":
         print("\n".join(_dmesg(scenario)))
     elif program == "ss":
