@@ -73,6 +73,7 @@ class Environment(Document):
     packages: dict[str, str | None] = Field(default_factory=dict)
     # Model directories found on the host's disk (targets and drafters), e.g. under OPSLOOP_MODEL_DIRS.
     models: list[ModelInfo] = Field(default_factory=list)
+    specforge_dir: str | None = None  # a SpecForge source checkout on the host (SPECFORGE_DIR), for scripts/
 
 
 class ModelInfo(Document):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import time
@@ -82,6 +83,13 @@ def test_probe_system_sees_the_scenario_through_the_host(tmp_path: Path) -> None
     assert (target.num_layers, target.num_experts, target.attention) == (61, 384, "mla")
     assert target.size_gib is not None and 500 < target.size_gib < 520  # 547 GB
     assert drafter.path == str(host.drafter_dirs()["AQ-MedAI/Kimi-K2-Instruct-eagle3"])
+    checkout = Path(str(environment.specforge_dir))
+    assert (checkout / "scripts" / "regenerate_train_data.py").is_file()
+    assert json.loads((checkout / "configs" / "kimi-k25-eagle3.json").read_text())["vocab_size"] == 163840
+    records = (checkout / "cache" / "dataset" / "sharegpt_train.jsonl").read_text().splitlines()
+    assert len(records) == 48 and json.loads(records[0])["conversations"][0]["role"] == "user"
+    listed = host.run(["sh", "-c", "ls \"$SPECFORGE_DIR/scripts\""], timeout=30)  # the host's own variables
+    assert "prepare_data.py" in listed.stdout
 
 
 def test_spawned_engine_holds_gpu_memory_until_it_stops(tmp_path: Path) -> None:

@@ -74,10 +74,12 @@ for root in [entry for entry in os.environ.get("OPSLOOP_MODEL_DIRS", "").split(o
                        if entry.name.endswith(".safetensors"))
         models.append({"path": directory, "config": config if isinstance(config, dict) else {},
                        "size_bytes": size})
+specforge = os.environ.get("SPECFORGE_DIR")
+specforge = specforge if specforge and os.path.isdir(os.path.join(specforge, "scripts")) else None
 print(json.dumps({"packages": versions, "cpu_model": model or platform.processor() or None,
                   "cpu_cores": os.cpu_count(), "ram_bytes": ram, "disk_path": probe,
                   "disk_free_bytes": shutil.disk_usage(probe).free, "python": sys.version.split()[0],
-                  "models": models}))
+                  "models": models, "specforge_dir": specforge}))
 """
 GIB = 1024 ** 3
 
@@ -198,7 +200,7 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
             "cpu_model": facts.get("cpu_model"), "cpu_cores": facts.get("cpu_cores"),
             "ram_gib": _gib(facts.get("ram_bytes")), "disk_free_gib": _gib(facts.get("disk_free_bytes")),
             "engine_python": python, "packages": facts.get("packages", {key: None for key in PACKAGES}),
-            "models": _models(facts.get("models")),
+            "models": _models(facts.get("models")), "specforge_dir": facts.get("specforge_dir"),
         })
         context.state.environment = environment
         notes += _notes(environment)

@@ -11,8 +11,8 @@ version; an unlisted one is absent even if installed here. Every other module is
 
 Host facts a script may read also come from the scenario: ``/proc/cpuinfo`` and ``/proc/meminfo``,
 ``os.cpu_count()``, ``os.sysconf("SC_PHYS_PAGES")``, ``shutil.disk_usage()`` and the host name. The
-simulated disk's model directories are listed in ``OPSLOOP_MODEL_DIRS`` (one directory per entry,
-``os.pathsep``-separated), the variable a probe reads to find local models.
+simulated host's environment names its model directories (``OPSLOOP_MODEL_DIRS``, ``os.pathsep``-separated)
+and its SpecForge checkout (``SPECFORGE_DIR``), which a probe reads.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def _simulate_host(scenario: Scenario, sim_root: Path) -> None:
     shutil.disk_usage = lambda path: shutil._ntuple_diskusage(total, total - free, free)
     socket.gethostname = lambda: host.hostname
     platform.node = lambda: host.hostname
-    os.environ["OPSLOOP_MODEL_DIRS"] = str(SimLayout(sim_root).models_root)
+    os.environ.update(SimLayout(sim_root).host_environment(scenario))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -64,11 +64,12 @@ class SimHost(LocalHost):
     def translate(self, argv: list[str]) -> list[str]:
         return self.translator.translate(list(argv))
 
-    @staticmethod
-    def _stand_in_env(env: dict[str, str] | None) -> dict[str, str]:
-        merged = dict(env or {})
-        current = merged.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-        merged["PYTHONPATH"] = os.pathsep.join(part for part in (str(PROJECT_ROOT), current) if part)
+    def _environment(self, env: dict[str, str] | None, stand_in: bool) -> dict[str, str]:
+        """The simulated host's own variables, the caller's, and for stand-ins the path to this package."""
+        merged = {**self.layout.host_environment(self.scenario), **(env or {})}
+        if stand_in:
+            current = merged.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+            merged["PYTHONPATH"] = os.pathsep.join(part for part in (str(PROJECT_ROOT), current) if part)
         return merged
 
     def run(
@@ -82,8 +83,7 @@ class SimHost(LocalHost):
         output_cap_bytes: int = 1_000_000,
     ) -> CommandResult:
         translated = self.translate(argv)
-        if is_stand_in(translated):
-            env = self._stand_in_env(env)
+        env = self._environment(env, is_stand_in(translated))
         result = super().run(
             translated,
             timeout=timeout,
@@ -98,8 +98,7 @@ class SimHost(LocalHost):
         self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None
     ) -> SpawnedProcess:
         translated = self.translate(argv)
-        if is_stand_in(translated):
-            env = self._stand_in_env(env)
+        env = self._environment(env, is_stand_in(translated))
         return super().spawn(translated, env=env, log_path=log_path, cwd=cwd)
 
     # -- GPUs -------------------------------------------------------------------------------------------

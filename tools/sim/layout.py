@@ -1,7 +1,8 @@
 """Where a simulated host keeps its things, and the files it puts on its simulated disk.
 
 ``<state_dir>/sim/<scenario>/`` holds ``fs/`` (the simulated disk: the model and drafter directories
-with real ``config.json`` files, and a SpecForge checkout) and ``gpu/`` (the memory ledger).
+with real ``config.json`` files, and a SpecForge checkout with its scripts, a draft config and a
+prepared generic data set) and ``gpu/`` (the memory ledger).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.sim.datasets import generic_records, write_jsonl
 from tools.sim.quality import per_position_from_length, write_quality
 from tools.sim.scenario import DrafterSpec, ModelSpec, Scenario
 
@@ -44,6 +46,14 @@ class SimLayout:
 
     def draft_config(self, scenario: Scenario) -> Path:
         return self.specforge_dir(scenario) / "configs" / scenario.training.draft_config_name
+
+    def dataset(self, scenario: Scenario) -> Path:
+        """Generic conversations, where ``scripts/prepare_data.py --dataset sharegpt`` puts them."""
+        return self.specforge_dir(scenario) / "cache" / "dataset" / "sharegpt_train.jsonl"
+
+    def host_environment(self, scenario: Scenario) -> dict[str, str]:
+        """Variables set on the simulated host: where its models and its SpecForge checkout are."""
+        return {"OPSLOOP_MODEL_DIRS": str(self.models_root), "SPECFORGE_DIR": str(self.specforge_dir(scenario))}
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:
@@ -136,4 +146,6 @@ def materialize(layout: SimLayout, scenario: Scenario) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_SCRIPT, encoding="utf-8")
     _write_json(layout.draft_config(scenario), draft_config(scenario.model))
+    if not layout.dataset(scenario).is_file():
+        write_jsonl(layout.dataset(scenario), generic_records(scenario.training.dataset_samples))
     (layout.root / "gpu").mkdir(parents=True, exist_ok=True)
