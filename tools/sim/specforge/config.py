@@ -69,8 +69,13 @@ def _scalar(text: str) -> Any:
     text = text.strip()
     if not text:
         return None
-    if text[0] in "\"'" and text[-1] == text[0] and len(text) >= 2:
-        return text[1:-1]
+    if text[0] == '"' and text[-1] == '"' and len(text) >= 2:
+        try:
+            return json.loads(text)  # double-quoted YAML strings use JSON's escapes
+        except json.JSONDecodeError:
+            return text[1:-1]
+    if text[0] == "'" and text[-1] == "'" and len(text) >= 2:
+        return text[1:-1].replace("''", "'")
     if text.startswith("[") and text.endswith("]"):
         inner = text[1:-1].strip()
         return [_scalar(item) for item in inner.split(",")] if inner else []
