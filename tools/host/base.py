@@ -87,6 +87,12 @@ class Host(ABC):
     def gpu_memory_used_mib(self) -> list[int] | None:
         """Current memory use per GPU, or None when it cannot be read (used to tell loading from hung)."""
 
+    @property
+    def time_scale(self) -> float:
+        """Host seconds per real second: 1 for real machines; the simulated host compresses its clock, and
+        waiting thresholds (hang detection, load timeouts) are divided by this."""
+        return 1.0
+
     def translate(self, argv: list[str]) -> list[str]:
         """Map a real command line onto this host (the simulated host swaps in its stand-ins)."""
         return argv

@@ -1,0 +1,67 @@
+"""The tool calls the runbook makes, built from its progress record and settings."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from agent.actions import ToolCall
+from agent.policies.runbook.progress import Purpose, RunbookProgress
+from agent.policies.runbook.settings import RunbookSettings
+from agent.state import ProjectState
+
+SPECULATIVE_PURPOSES: tuple[Purpose, ...] = ("offshelf", "trained")
+
+
+def call(state: ProjectState, tool: str, arguments: dict[str, Any]) -> ToolCall:
+    return ToolCall(id=f"runbook-{state.step}-{tool}", tool=tool, arguments=arguments)
+
+
+def drafter_for(progress: RunbookProgress, purpose: Purpose) -> str | None:
+    if purpose == "final":
+        purpose = progress.chosen or "baseline"
+    if purpose == "offshelf":
+        return progress.offshelf_drafter
+    if purpose == "trained":
+        return progress.trained_drafter
+    return None
+
+
+def launch_config(progress: RunbookProgress, purpose: Purpose, settings: RunbookSettings) -> dict[str, Any]:
+    """The base config, plus EAGLE-3 with the drafter this purpose is about."""
+    config = copy.deepcopy(progress.base_config)
+    drafter = drafter_for(progress, purpose)
+    if drafter is not None:
+        # Topk 1, 3 steps, 4 draft tokens: the setting published EAGLE-3 Kimi drafters are measured at.
+        config["speculative"] = {"algorithm": "EAGLE3", "draft_model_path": drafter, "num_steps": 3,
+                                 "eagle_topk": 1, "num_draft_tokens": 4}
+        # SGLang caps running requests at 48 under speculation unless set explicitly (engines.md §1.3).
+        config["max_running_requests"] = max(config.get("max_running_requests") or 0,
+                                             settings.peak_concurrency)
+    return config
+
+
+def launch(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
+    return call(state, "launch_engine", {"config": launch_config(progress, progress.purpose, settings),
+                                         "name": progress.attempts[-1].process})
+
+
+def bench_arguments(progress: RunbookProgress, settings: RunbookSettings, single_stream: bool) -> dict[str, Any]:
+    concurrency = 1 if single_stream else settings.peak_concurrency
+    prompts = settings.single_stream_prompts if single_stream else settings.peak_prompts
+    kind = "single-stream" if single_stream else "peak"
+    return {"base_url": progress.base_url, "model": progress.served_model, "concurrency": [concurrency],
+            "num_prompts": prompts, "input_len": settings.input_len, "output_len": settings.output_len,
+            "label": f"{progress.purpose} {kind}", "correctness_probe": False}
+
+
+def train_drafter(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
+    return call(state, "train_drafter", {
+        "target_base_url": progress.base_url, "target_model_path": progress.target_path,
+        "served_model": progress.served_model, "num_samples": settings.drafter_samples,
+        "num_epochs": settings.drafter_epochs, "wait": False})
+
+
+def drafter_status(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
+    return call(state, "drafter_status", {"job": progress.training_job,
+                                          "wait_seconds": settings.drafter_poll_seconds})

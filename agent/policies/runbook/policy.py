@@ -1,0 +1,179 @@
+"""The runbook policy: deterministic, offline bring-up of an inference engine.
+
+probe -> plan -> launch -> watch and diagnose -> apply the known remedies one change at a time ->
+correctness probe -> baseline benchmark (single-stream and peak) -> when speculation is wanted: try the
+off-the-shelf drafter, train one if it loses, keep the faster configuration -> finish with a report.
+It reacts to diagnoses and measurements only, and asks a human when a diagnosis is unknown or a
+hardware fault, when remedies run out, or when the goal cannot be met on this host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.actions import Action, Ask, Decision, Finish, Observation
+from agent.policies.base import PolicyView
+from agent.policies.runbook import calls
+from agent.policies.runbook.answers import apply_answer
+from agent.policies.runbook.choices import advance, compare_finding
+from agent.policies.runbook.launches import on_launch, record_attempt
+from agent.policies.runbook.planning import plan
+from agent.policies.runbook.progress import RunbookProgress
+from agent.policies.runbook.report import final_report
+from agent.policies.runbook.settings import RunbookSettings
+from agent.state import ProjectState
+
+LIVE_STATES = ("starting", "loading", "ready", "running", "hung", "unknown")
+
+
+class RunbookPolicy:
+    name = "runbook"
+
+    def __init__(self, settings: RunbookSettings | None = None) -> None:
+        self.fixed_settings = settings
+        self.settings = settings or RunbookSettings()
+
+    def decide(self, view: PolicyView) -> Decision:
+        state = view.state
+        if self.fixed_settings is None and state.run.simulated_scenario:
+            # The twin's engines stream in real time: keep its benchmarks short.
+            self.settings = RunbookSettings.quick()
+        progress = RunbookProgress.load(state)
+        try:
+            for answer in view.new_answers:
+                apply_answer(state, progress, answer.answer or "")
+            observation = _awaited(progress, view.observations)
+            if observation is not None:
+                asked = self._react(state, progress, observation)
+                if asked is not None:
+                    return Decision(thought=f"blocked in phase {progress.phase}", actions=[asked])
+            for _ in range(8):  # pure phases (plan, advance) fall through to the next call
+                action = self._next(state, progress)
+                if action is not None:
+                    if action.kind == "tool_call":
+                        progress.awaiting = action.tool
+                    return Decision(thought=f"phase {progress.phase} ({progress.purpose})", actions=[action])
+            raise RuntimeError(f"runbook made no progress in phase {progress.phase}")
+        finally:
+            progress.save(state)
+
+    def _react(self, state: ProjectState, progress: RunbookProgress, observation: Observation) -> Ask | None:
+        progress.awaiting = None
+        result = observation.result
+        if observation.interrupted:
+            state.add_finding(f"{observation.tool} was interrupted by a restart; verifying and repeating it")
+            return None
+        if not result.ok or result.output is None:
+            return self._on_error(state, progress, observation.tool, result.error or "no result")
+        output = result.output
+        if observation.tool == "probe_system":
+            progress.phase = "plan"
+        elif observation.tool == "stop_engine" and progress.phase == "stop":
+            progress.phase = progress.after_stop
+        elif observation.tool == "launch_engine":
+            return on_launch(state, progress, output, self.settings)
+        elif observation.tool == "check_correctness":
+            return self._on_correctness(state, progress, output)
+        elif observation.tool == "run_bench":
+            self._on_bench(state, progress, output)
+        elif observation.tool == "train_drafter":
+            progress.training_job, progress.phase = str(output.get("job")), "train_wait"
+        elif observation.tool == "drafter_status":
+            return self._on_drafter_status(state, progress, output)
+        return None
+
+    def _next(self, state: ProjectState, progress: RunbookProgress) -> Action | None:
+        phase, settings = progress.phase, self.settings
+        if phase == "probe":
+            return calls.call(state, "probe_system", {})
+        if phase == "plan":
+            return plan(state, progress)
+        if phase == "launch":
+            live = [record for record in state.processes if record.kind == "engine" and record.state in LIVE_STATES]
+            if live:  # never two engines on the same GPUs: stop ours first, then launch
+                return calls.call(state, "stop_engine", {"name": live[-1].name})
+            record_attempt(progress, progress.changes[-1] if _new_change(progress) else f"{progress.purpose} launch")
+            return calls.launch(state, progress, settings)
+        if phase == "verify":
+            return calls.call(state, "check_correctness", {"base_url": progress.base_url,
+                                                           "model": progress.served_model})
+        if phase == "bench":
+            return calls.call(state, "run_bench", calls.bench_arguments(progress, settings,
+                                                                        progress.bench_stage == "single"))
+        if phase == "advance":
+            advance(state, progress, settings)
+            return None
+        if phase == "train":
+            return calls.train_drafter(state, progress, settings)
+        if phase == "train_wait":
+            return calls.drafter_status(state, progress, settings)
+        if phase == "finish":
+            for task in state.tasks:
+                if task.status in ("pending", "in_progress"):
+                    task.status = "done" if task.id != "speculative" or progress.speculative_wanted else "skipped"
+            return Finish(summary=final_report(state, progress, settings))
+        return calls.call(state, "stop_engine", {"name": progress.current})
+
+    def _on_correctness(self, state: ProjectState, progress: RunbookProgress, output: dict[str, Any]) -> Ask | None:
+        verdict = output.get("verdict") or {}
+        if verdict.get("passed"):
+            progress.phase = "finish" if progress.purpose == "final" else "bench"
+            state.upsert_task("correctness", status="done")
+            return None
+        evidence = [f"{item.get('name')}: {item.get('answer', '')[:120]!r} {item.get('problems')}"
+                    for item in verdict.get("results") or [] if not item.get("passed")]
+        if progress.purpose in calls.SPECULATIVE_PURPOSES:
+            state.add_finding(f"{progress.purpose} drafter gives wrong output; dropped", evidence=evidence)
+            progress.phase = "advance"
+            return None
+        progress.blocked_on = "garbled_output"
+        return Ask(question="The engine is up but its answers are wrong or garbled, so its speed does not count. "
+                            "How should I proceed?", evidence=evidence, question_kind="garbled_output",
+                   hypothesis="a kernel or quantisation path that is fast but wrong on this GPU (e.g. CUDA-graph "
+                              "corruption or an INT4 MoE kernel); try disable_cuda_graph=true",
+                   options=["KEY=VALUE settings to apply, then retry", "stop here"])
+
+    def _on_bench(self, state: ProjectState, progress: RunbookProgress, output: dict[str, Any]) -> None:
+        progress.benchmarks[f"{progress.purpose} {progress.bench_stage}"] = str(output.get("benchmark_id"))
+        if progress.bench_stage == "single":
+            progress.bench_stage = "peak"
+            return
+        progress.bench_stage = "single"
+        if progress.purpose in calls.SPECULATIVE_PURPOSES:
+            compare_finding(state, progress, progress.purpose, self.settings)
+        elif progress.purpose == "baseline":
+            state.upsert_task("baseline", status="done")
+        progress.phase = "advance"
+
+    def _on_drafter_status(self, state: ProjectState, progress: RunbookProgress,
+                           output: dict[str, Any]) -> Ask | None:
+        status = str(output.get("status"))
+        if status in ("done", "succeeded", "completed"):
+            progress.trained_drafter = str(output.get("drafter_path"))
+            progress.purpose, progress.phase = "trained", "launch"
+            state.upsert_task("train-drafter", status="done")
+        elif status in ("failed", "exited", "error"):
+            return self._on_error(state, progress, "drafter_status", str(output.get("message") or status))
+        return None
+
+    def _on_error(self, state: ProjectState, progress: RunbookProgress, tool: str, error: str) -> Ask:
+        progress.blocked_on = "tool_error"
+        state.add_finding(f"{tool} failed in phase {progress.phase}", evidence=[error[:2000]])
+        return Ask(question=f"{tool} failed and I cannot continue on my own: {error.splitlines()[0][:300]}",
+                   evidence=[error[:2000]], question_kind="tool_error",
+                   hypothesis="a problem outside the known failure classes; the evidence has the tool's message",
+                   options=["retry", "KEY=VALUE settings to apply, then retry", "stop here"])
+
+
+def _awaited(progress: RunbookProgress, observations: list[Observation]) -> Observation | None:
+    for observation in reversed(observations):
+        if observation.tool == progress.awaiting:
+            return observation
+    return None
+
+
+def _new_change(progress: RunbookProgress) -> bool:
+    if not progress.changes:
+        return False
+    recorded = {attempt.change for attempt in progress.attempts}
+    return progress.changes[-1] not in recorded

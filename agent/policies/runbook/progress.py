@@ -1,0 +1,65 @@
+"""Where the runbook stands, kept in the state document (``state.loop.policy_state["runbook"]``).
+
+The runbook keeps no hidden state: everything it needs to pick up the work is this record plus the rest
+of the document (processes, benchmarks, findings).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent.state import ProjectState
+
+Phase = Literal["probe", "plan", "launch", "verify", "bench", "advance", "stop", "train", "train_wait",
+                "finish"]
+# What the engine being brought up is for.
+Purpose = Literal["baseline", "offshelf", "trained", "training_target", "final"]
+
+
+class Attempt(BaseModel):
+    number: int
+    purpose: Purpose
+    process: str
+    change: str
+    outcome: str = "pending"
+    diagnosis: str | None = None
+    key_line: str | None = None
+
+
+class RunbookProgress(BaseModel):
+    phase: Phase = "probe"
+    awaiting: str | None = None  # the tool the last decision called, whose result comes next
+    engine: Literal["sglang", "vllm"] | None = None
+    speculative_wanted: bool = False
+    target_path: str | None = None
+    served_model: str | None = None
+    base_config: dict[str, Any] = Field(default_factory=dict)  # the target without speculation
+    purpose: Purpose = "baseline"
+    current: str | None = None  # name of the engine process this phase works with
+    base_url: str | None = None  # where that engine serves
+    bench_stage: Literal["single", "peak"] = "single"
+    blocked_on: str | None = None  # the kind of question asked; cleared by the human's answer
+    acknowledged: list[str] = Field(default_factory=list)  # question kinds a human said to go past
+    attempts_forgiven: int = 0  # attempts before the last answer, not counted against max_attempts
+    tried: dict[str, list[str]] = Field(default_factory=dict)  # diagnosis class -> remedy ids tried
+    attempts: list[Attempt] = Field(default_factory=list)
+    benchmarks: dict[str, str] = Field(default_factory=dict)  # purpose -> benchmark id
+    offshelf_drafter: str | None = None
+    trained_drafter: str | None = None
+    training_job: str | None = None
+    after_stop: Phase = "launch"  # where to go once the engine is stopped
+    chosen: Purpose | None = None  # the configuration kept at the end
+    changes: list[str] = Field(default_factory=list)  # what was changed and why, for the report
+
+    @classmethod
+    def load(cls, state: ProjectState) -> RunbookProgress:
+        raw = state.loop.policy_state.get("runbook")
+        return cls.model_validate(raw) if isinstance(raw, dict) and raw else cls()
+
+    def save(self, state: ProjectState) -> None:
+        state.loop.policy_state["runbook"] = self.model_dump(mode="json")
+
+    def launch_name(self) -> str:
+        return f"engine-{len(self.attempts) + 1}"

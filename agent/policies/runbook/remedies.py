@@ -1,0 +1,79 @@
+"""Applying one diagnosed remedy to an engine launch configuration.
+
+Remedies come from diagnose_log as data (``tools/logs/signatures.toml``): set, adjust, scale or unset
+a launch-config field (dotted for nested ones), set environment variables, or move to a free port.
+"""
+
+from __future__ import annotations
+
+import copy
+import socket
+from typing import Any
+
+# Starting points for fields a remedy adjusts when the launch left them to the engine's default.
+_IMPLICIT_DEFAULTS: dict[str, float] = {"mem_fraction": 0.85, "cuda_graph_max_bs": 128,
+                                        "max_running_requests": 128, "context_length": 131072}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _container(config: dict[str, Any], dotted: str) -> tuple[dict[str, Any], str] | None:
+    *parents, leaf = dotted.split(".")
+    node = config
+    for parent in parents:
+        child = node.get(parent)
+        if not isinstance(child, dict):
+            return None
+        node = child
+    return node, leaf
+
+
+def applicable(action: dict[str, Any]) -> bool:
+    """Whether the runbook can apply this action itself (not a job for a human, not advice only)."""
+    if action.get("needs_human"):
+        return False
+    return any(action.get(key) for key in ("set_flag", "adjust_flag", "scale_flag", "unset_flag", "set_env",
+                                           "pick_free_port"))
+
+
+def apply_remedy(config: dict[str, Any], action: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A new config with the action applied, and a description of each change. The input is untouched."""
+    new = copy.deepcopy(config)
+    changes: list[str] = []
+    for dotted, value in (action.get("set_flag") or {}).items():
+        place = _container(new, dotted)
+        if place is not None and place[0].get(place[1]) != value:
+            place[0][place[1]] = value
+            changes.append(f"{dotted}={value}")
+    for dotted, delta in (action.get("adjust_flag") or {}).items():
+        place = _container(new, dotted)
+        if place is not None:
+            old = place[0].get(place[1]) or _IMPLICIT_DEFAULTS.get(place[1], 0.0)
+            place[0][place[1]] = round(float(old) + float(delta), 4)
+            changes.append(f"{dotted}: {old} -> {place[0][place[1]]}")
+    for dotted, factor in (action.get("scale_flag") or {}).items():
+        place = _container(new, dotted)
+        if place is not None:
+            old = place[0].get(place[1]) or _IMPLICIT_DEFAULTS.get(place[1], 0)
+            place[0][place[1]] = max(1, int(float(old) * float(factor)))
+            changes.append(f"{dotted}: {old} -> {place[0][place[1]]}")
+    for dotted in action.get("unset_flag") or []:
+        place = _container(new, dotted)
+        if place is not None and place[0].get(place[1]) is not None:
+            place[0][place[1]] = None
+            changes.append(f"{dotted} removed")
+    environment = dict(new.get("env") or {})
+    for name, value in (action.get("set_env") or {}).items():
+        if environment.get(name) != value:
+            environment[name] = value
+            changes.append(f"{name}={value}")
+    new["env"] = environment
+    if action.get("pick_free_port"):
+        new["port"] = free_port()
+        changes.append(f"port={new['port']}")
+    return new, changes
