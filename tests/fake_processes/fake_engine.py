@@ -111,8 +111,9 @@ def main() -> None:
     serve(options.host, options.port)
     say(f"[2026-03-02 10:18:34] INFO:     Uvicorn running on http://{options.host}:{options.port}")
     time.sleep(0.2)  # warmup: /health answers 503 until it is done
-    state["warm"] = True
     say("[2026-03-02 10:18:39] The server is fired up and ready to roll!")
+    time.sleep(0.1)  # /health turns 200 just after the line, so tests see both deterministically
+    state["warm"] = True
     while True:
         time.sleep(1)
 

@@ -117,6 +117,7 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
             health = check_health(config)
             report.health = health.describe()
             if health.ok:
+                follower.poll()  # the ready line may have landed since the last read
                 record.state = "ready"
                 report.outcome = "ready"
                 break
