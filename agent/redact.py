@@ -66,7 +66,8 @@ def is_secret_name(name: str) -> bool:
     return any(word in SECRET_WORDS for word in words)
 
 
-def _known_secret_values() -> tuple[str, ...]:
+def known_secret_values() -> tuple[str, ...]:
+    """Values to mask wherever they appear: secret-named environment variables and registered secrets."""
     values = {value for name, value in os.environ.items() if len(value) >= 6 and is_secret_name(name)}
     values |= _extra_secrets
     return tuple(sorted(values, key=len, reverse=True))
@@ -81,7 +82,7 @@ def _value_pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
 
 def redact_text(text: str) -> str:
     """The text with every known secret value and every secret-shaped token replaced by ``MASK``."""
-    return _redact_text(text, _value_pattern(_known_secret_values()))
+    return _redact_text(text, _value_pattern(known_secret_values()))
 
 
 def _redact_text(text: str, values: re.Pattern[str] | None) -> str:
@@ -101,7 +102,7 @@ def _mask(match: re.Match[str]) -> str:
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """Copy of an environment mapping with secret-named variables masked and values scrubbed."""
-    values = _value_pattern(_known_secret_values())
+    values = _value_pattern(known_secret_values())
     return {name: MASK if is_secret_name(name) else _redact_text(value, values)
             for name, value in env.items()}
 
@@ -112,7 +113,7 @@ def _masked_whole(key: Any, item: Any) -> bool:
 
 def redact_value(value: Any) -> Any:
     """Redact every string inside a JSON-like value; values under secret-named keys are masked whole."""
-    values = _value_pattern(_known_secret_values())
+    values = _value_pattern(known_secret_values())
 
     def walk(item: Any) -> Any:
         if isinstance(item, str):

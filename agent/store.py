@@ -12,13 +12,12 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from agent.events import UsageError
 from agent.journal import JOURNAL_FILE, Journal
-from agent.redact import redact_value
+from agent.redact_document import redact_json_document
 from agent.state import SCHEMA_VERSION, ProjectState, utc_now
 
 LATEST_FILE = "latest.json"
@@ -36,7 +35,7 @@ class StateStore:
         self.previous_path = state_dir / PREVIOUS_FILE
         self._journal: Journal | None = None
         self._save_lock = threading.Lock()
-        self._last_saved: dict[str, Any] | None = None
+        self._last_saved: tuple[str, str] | None = None  # (updated_at, serialized document) last written
 
     @property
     def journal(self) -> Journal:
@@ -66,12 +65,14 @@ class StateStore:
     def save(self, state: ProjectState) -> None:
         """Write the state atomically and durably; the version it replaces becomes ``previous.json``."""
         with self._save_lock:
-            state.updated_at = utc_now()
-            document = redact_value(state.model_dump(mode="json"))
-            comparable = {key: value for key, value in document.items() if key != "updated_at"}
-            if comparable == self._last_saved and self.latest_path.exists():
-                return  # keeps previous.json one real change behind
-            data = (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+            stamp, state.updated_at = state.updated_at, utc_now()
+            serialized = state.model_dump_json(indent=1)
+            if self._last_saved is not None and self.latest_path.exists():
+                before, last = self._last_saved
+                if serialized == last.replace(_stamp(before), _stamp(state.updated_at), 1):
+                    state.updated_at = stamp  # nothing changed: previous.json stays one real change behind
+                    return
+            data = (redact_json_document(serialized, indent=1) + "\n").encode("utf-8")
             self.state_dir.mkdir(parents=True, exist_ok=True)
             temporary = self.state_dir / f".{LATEST_FILE}.{os.getpid()}.tmp"
             try:
@@ -85,7 +86,7 @@ class StateStore:
             finally:
                 temporary.unlink(missing_ok=True)  # only left over when writing failed (e.g. disk full)
             _fsync_directory(self.state_dir)
-            self._last_saved = comparable
+            self._last_saved = (state.updated_at, serialized)
 
     def _keep_previous(self) -> None:
         # A hard link keeps the old file whole under the new name without copying it.
@@ -145,6 +146,10 @@ def read_state(path: Path) -> ProjectState:
         where = ".".join(str(part) for part in first["loc"]) or "(root)"
         raise StateFileError(f"state file {path} is not a valid state document ({where}: {first['msg']}; "
                              f"{error.error_count()} problem(s)); it was left untouched") from None
+
+
+def _stamp(updated_at: str) -> str:
+    return f'"updated_at": "{updated_at}"'
 
 
 def _fsync_directory(directory: Path) -> None:
