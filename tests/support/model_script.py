@@ -34,6 +34,9 @@ class ModelTurn:
 
     text: str = ""
     tool_calls: list[ToolUse] = field(default_factory=list)
+    # Reasoning sent before the reply: an Anthropic thinking block (with a signature), or OpenAI-compatible
+    # ``reasoning_content`` as SGLang and vLLM reasoning parsers produce it.
+    thinking: str | None = None
     # Default: tool_use (Anthropic) / tool_calls (OpenAI) when there are calls, else end_turn / stop.
     stop_reason: str | None = None
     output_tokens: int | None = None

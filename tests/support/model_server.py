@@ -21,6 +21,7 @@ once the script is empty. Binds 127.0.0.1 only.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -56,7 +57,7 @@ class ModelServer:
 
     def start(self) -> ModelServer:
         handler = type("BoundHandler", (_Handler,), {"model_server": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="model-server", daemon=True)
@@ -133,8 +134,19 @@ class ModelServer:
         self._stopping.wait(seconds)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops its connection (a timeout, a closed pool) is normal here, not news."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError | TimeoutError):
+            super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle's algorithm on, the client's delayed ACK
+    # would hold every response back by tens of milliseconds.
+    disable_nagle_algorithm = True
     model_server: ClassVar[ModelServer]
 
     def log_message(self, format: str, *args: Any) -> None:

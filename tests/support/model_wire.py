@@ -49,7 +49,12 @@ def anthropic_error(error_type: str, message: str) -> dict[str, Any]:
 
 
 def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, int]) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+    content: list[dict[str, Any]] = []
+    if turn.thinking is not None:
+        signature = f"sig-{uuid.uuid4().hex}"
+        content.append({"type": "thinking", "thinking": turn.thinking, "signature": signature})
+    if turn.text:
+        content.append({"type": "text", "text": turn.text})
     for tool in turn.tool_calls:
         # A malformed argument text is sent as it is (a string), as a faulty proxy would.
         arguments: Any = tool.arguments
@@ -64,28 +69,34 @@ def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, int]) -> dic
             "usage": {**usage, "output_tokens": output_tokens(turn)}}
 
 
+def _block_events(index: int, block: dict[str, Any], arguments_text: str) -> list[tuple[str, dict[str, Any]]]:
+    """content_block_start, the deltas, content_block_stop for one block of a complete message."""
+    if block["type"] == "thinking":
+        opening: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [*({"type": "thinking_delta", "thinking": piece} for piece in _pieces(block["thinking"])),
+                  {"type": "signature_delta", "signature": block["signature"]}]
+    elif block["type"] == "text":
+        opening = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+    else:
+        opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": piece}
+                  for piece in ["", *_pieces(arguments_text)]]
+    start = {"type": "content_block_start", "index": index, "content_block": opening}
+    return [("content_block_start", start),
+            *(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+              for delta in deltas),
+            ("content_block_stop", {"type": "content_block_stop", "index": index})]
+
+
 def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
     message = anthropic_message(turn, model, usage)
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": start})]
-    parts: list[str | ToolUse] = [*([turn.text] if turn.text else []), *turn.tool_calls]
-    for index, tool_or_text in enumerate(parts):
-        if isinstance(tool_or_text, str):
-            block: dict[str, Any] = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(tool_or_text)]
-        else:
-            sent = message["content"][index]
-            block = {"type": "tool_use", "id": sent["id"], "name": sent["name"], "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": piece}
-                      for piece in ["", *_pieces(tool_or_text.arguments_text())]]
-        events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": block}))
-        if index == 0:
-            events.append(("ping", {"type": "ping"}))
-        events.extend(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-                      for delta in deltas)
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        ("message_start", {"type": "message_start", "message": start}), ("ping", {"type": "ping"})]
+    arguments = iter(tool.arguments_text() for tool in turn.tool_calls)
+    for index, block in enumerate(message["content"]):
+        events.extend(_block_events(index, block, next(arguments) if block["type"] == "tool_use" else ""))
     events.append(("message_delta", {"type": "message_delta",
                                      "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
                                      "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
@@ -126,8 +137,8 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
 
 
 class AnthropicCache:
-    """Prompt caching by breakpoint: a prefix ending at a ``cache_control`` block is written, and read
-    back when a later request starts with it."""
+    """Prompt caching by breakpoint: the prefix ending at each ``cache_control`` block is written, and
+    read back when a later request carries the same prefix up to one of its own breakpoints."""
 
     def __init__(self) -> None:
         self.written: set[str] = set()
@@ -137,24 +148,20 @@ class AnthropicCache:
         for message in body.get("messages") or []:
             content = message.get("content")
             segments.extend(content if isinstance(content, list) else [{"type": "text", "text": content}])
-        digest, prefixes, marks = hashlib.sha256(), [], []
+        digest = hashlib.sha256()
         chars = 0
+        breakpoints: list[tuple[str, int]] = []  # (prefix digest, prefix characters) at each breakpoint
         for segment in segments:
-            text = json.dumps(segment, sort_keys=True)
+            text = json.dumps(segment)
             chars += len(text)
             digest.update(text.encode())
-            prefixes.append((digest.copy().hexdigest(), chars))
-            marks.append(isinstance(segment, dict) and "cache_control" in segment)
+            if isinstance(segment, dict) and "cache_control" in segment:
+                breakpoints.append((digest.hexdigest(), chars))
         total = max(1, chars // CHARS_PER_TOKEN)
-        last_mark = max((index for index, marked in enumerate(marks) if marked), default=-1)
-        read = max((prefixes[index][1] for index in range(last_mark + 1)
-                    if prefixes[index][0] in self.written), default=0) // CHARS_PER_TOKEN
-        write = 0
-        for index in range(last_mark + 1):
-            if marks[index] and prefixes[index][0] not in self.written:
-                self.written.add(prefixes[index][0])
-                write = prefixes[index][1] // CHARS_PER_TOKEN - read
-        write = max(write, 0)
+        read = max((size for key, size in breakpoints if key in self.written), default=0) // CHARS_PER_TOKEN
+        end = breakpoints[-1][1] // CHARS_PER_TOKEN if breakpoints else 0
+        write = max(end - read, 0) if breakpoints and breakpoints[-1][0] not in self.written else 0
+        self.written.update(key for key, _ in breakpoints)
         return {"input_tokens": max(total - read - write, 0), "cache_creation_input_tokens": write,
                 "cache_read_input_tokens": read}
 
@@ -185,6 +192,8 @@ def _openai_usage(prompt: int, cached: int, turn: ModelTurn) -> dict[str, Any]:
 
 def openai_completion(turn: ModelTurn, model: str, prompt: int, cached: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
+    if turn.thinking is not None:
+        message["reasoning_content"] = turn.thinking
     calls = _openai_calls(turn)
     if calls:
         message["tool_calls"] = calls
@@ -204,6 +213,8 @@ def openai_chunks(turn: ModelTurn, model: str, prompt: int, cached: int,
         return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
 
     chunks = [chunk({"role": "assistant", "content": ""})]
+    if turn.thinking is not None:
+        chunks.extend(chunk({"reasoning_content": piece}) for piece in _pieces(turn.thinking))
     if turn.text:
         chunks.extend(chunk({"content": piece}) for piece in _pieces(turn.text))
     for index, call in enumerate(_openai_calls(turn)):

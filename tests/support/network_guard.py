@@ -55,6 +55,13 @@ def _audit(event: str, arguments: tuple[Any, ...]) -> None:
         raise NetworkRefused(message)
 
 
+def take_violations() -> list[str]:
+    """The refusals recorded since the test started, cleared (for tests of the guard itself)."""
+    found = list(violations)
+    violations.clear()
+    return found
+
+
 def install() -> None:
     """Install the audit hook once for this process (audit hooks cannot be removed)."""
     global _installed
@@ -68,7 +75,6 @@ def refuse_non_loopback_network() -> Iterator[None]:
     install()
     violations.clear()
     yield
-    if violations:
-        found = list(violations)
-        violations.clear()
+    found = take_violations()
+    if found:
         pytest.fail("this test tried to reach the network: " + "; ".join(found[:3]), pytrace=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -57,7 +58,9 @@ def make_provider(settings: LlmSettings, environ: Mapping[str, str] | None = Non
 
 
 def build_llm_policy(config: Any, *, on_retry: Callable[[int, float, str], None] | None = None,
-                     environ: Mapping[str, str] | None = None) -> LlmPolicy:
-    """The policy the wiring runs. Raises :class:`UsageError` for a bad ``llm`` section or a missing key."""
+                     environ: Mapping[str, str] | None = None,
+                     sleep: Callable[[float], None] = time.sleep) -> LlmPolicy:
+    """The policy the wiring runs. Raises :class:`UsageError` for a bad ``llm`` section or a missing key.
+    ``environ`` replaces ``os.environ`` for the key lookup; ``sleep`` is how retry waits are spent."""
     settings = settings_from(config)
-    return LlmPolicy(settings, make_provider(settings, environ), on_retry=on_retry)
+    return LlmPolicy(settings, make_provider(settings, environ), on_retry=on_retry, sleep=sleep)

@@ -7,6 +7,7 @@ that tells the model what was wrong.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Literal
 
@@ -48,10 +49,16 @@ FINISH_DESCRIPTION = (
     "summary with the measured results. Call it alone, after you have seen the results of earlier calls.")
 
 
+@functools.cache
+def _schemas() -> tuple[dict[str, Any], ...]:
+    return tuple({"name": name, "description": description, "input_schema": model.model_json_schema()}
+                 for name, description, model in ((ASK_HUMAN, ASK_HUMAN_DESCRIPTION, AskHumanArgs),
+                                                  (FINISH, FINISH_DESCRIPTION, FinishArgs)))
+
+
 def policy_tool_schemas() -> list[dict[str, Any]]:
-    return [{"name": name, "description": description, "input_schema": model.model_json_schema()}
-            for name, description, model in ((ASK_HUMAN, ASK_HUMAN_DESCRIPTION, AskHumanArgs),
-                                             (FINISH, FINISH_DESCRIPTION, FinishArgs))]
+    """Schemas of ``ask_human`` and ``finish``, in the registry's format (computed once)."""
+    return [dict(schema) for schema in _schemas()]
 
 
 def to_action(call: ToolCallRecord) -> Ask | Finish | str:

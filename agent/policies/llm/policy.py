@@ -112,6 +112,8 @@ class LlmPolicy:
         return self._transcript
 
     def _append(self, transcript: Transcript, turn: AssistantTurn | UserTurn) -> None:
+        if isinstance(turn, UserTurn) and not turn.results and not turn.notes:
+            return
         self.window.append(turn)
         transcript.append_turn(turn)
 
@@ -121,11 +123,14 @@ class LlmPolicy:
         if compaction.folded:
             self._window_start += len(compaction.folded)
             summary, evidence = context.fold_digest(compaction.folded)
-            view.state.add_finding(summary, evidence)
+            if evidence:  # folding only empty turns teaches nothing worth a finding
+                view.state.add_finding(summary, evidence)
             transcript.record_fold(self._window_start, len(compaction.folded), summary)
 
     def _commit(self, transcript: Transcript, view: PolicyView) -> None:
-        """Note in the state how far the transcript goes; the loop saves it together with the decision."""
+        """Write this decision's turns, and note in the state how far the transcript goes; the loop saves
+        that note together with the decision, so turns past it were never acted on."""
+        transcript.flush()
         mark = TranscriptMark(turns=transcript.turns_recorded, window_start=self._window_start)
         view.state.loop.policy_state[MARK_KEY] = mark.model_dump()
 

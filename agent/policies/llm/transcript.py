@@ -46,6 +46,7 @@ class Transcript:
         self.path = state_dir / TRANSCRIPT_FILE
         self.run_id = run_id
         self.turns_recorded = 0
+        self._pending: list[dict[str, Any]] = []
 
     def load(self, committed: TranscriptMark | None = None) -> LoadedTranscript:
         """Read the transcript and return the window it leaves.
@@ -89,27 +90,34 @@ class Transcript:
                                 skipped_lines=skipped, problem=problem)
 
     def append_turn(self, turn: AssistantTurn | UserTurn) -> None:
-        self._write({"kind": "turn", "index": self.turns_recorded, "turn": turn.model_dump(mode="json")})
+        """Queue a turn; :meth:`flush` writes it."""
+        record = {"kind": "turn", "index": self.turns_recorded, "turn": turn.model_dump(mode="json")}
+        self._pending.append(record)
         self.turns_recorded += 1
 
     def record_fold(self, window_start: int, folded_turns: int, summary: str) -> None:
-        """Record that the window now starts at turn ``window_start``."""
-        self._write({"kind": "fold", "upto": window_start, "folded": folded_turns, "summary": summary})
+        """Queue the record that the window now starts at turn ``window_start``."""
+        self._pending.append({"kind": "fold", "upto": window_start, "folded": folded_turns,
+                              "summary": summary})
 
-    def _write(self, record: dict[str, Any]) -> None:
-        """Append one whole line and make it durable (opened per write: nothing stays open between steps)."""
+    def flush(self) -> None:
+        """Append the queued records as whole lines and make them durable, with one fsync. The file is
+        opened per flush, so nothing stays open between steps."""
+        if not self._pending:
+            return
+        records, self._pending = self._pending, []
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        entry = redact_value({"at": utc_now(), **record})
-        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+        data = b"".join((json.dumps(redact_value({"at": utc_now(), **record}), ensure_ascii=False) + "\n")
+                        .encode("utf-8") for record in records)
         with open(self.path, "ab+") as handle:
             handle.seek(0, os.SEEK_END)
-            if handle.tell() == 0 and record["kind"] != "header":
+            if handle.tell() == 0:
                 header = {"at": utc_now(), "kind": "header", "run_id": self.run_id}
                 handle.write((json.dumps(header) + "\n").encode("utf-8"))
-            elif handle.tell() > 0:
+            else:
                 handle.seek(-1, os.SEEK_END)
                 if handle.read(1) != b"\n":
-                    handle.write(b"\n")  # end a torn line so this record starts on its own line
-            handle.write(line)
+                    handle.write(b"\n")  # end a torn line so these records start on their own line
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

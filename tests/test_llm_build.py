@@ -1,0 +1,75 @@
+"""Building the policy from configuration; prices; the prompt files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.config import load_config
+from agent.events import UsageError
+from agent.policies.llm import LlmSettings, build_llm_policy
+from agent.policies.llm.build import NO_KEY, api_key_for, settings_from
+from agent.policies.llm.pricing import FREE, ModelPrice, TokenCounts, cost_usd, price_for
+from prompts import PromptNotFound, available_prompts, load_prompt
+
+
+def test_the_llm_section_of_the_agent_config_builds_the_policy(tmp_path: Path) -> None:
+    (tmp_path / "agent.toml").write_text(
+        '[llm]\nprovider = "openai"\nmodel = "gpt-6-luna"\nbase_url = "http://127.0.0.1:30000/v1"\n'
+        '[llm.retry]\nmax_attempts = 3\n[llm.prices.gpt-6-luna]\ninput = 0.5\noutput = 1.5\n')
+    config = load_config(tmp_path, environ={})
+    policy = build_llm_policy(config, environ={})
+    assert policy.name == "llm" and policy.provider.name == "openai" and policy.provider.model == "gpt-6-luna"
+    assert policy.settings.retry.max_attempts == 3 and policy.price == ModelPrice(input=0.5, output=1.5)
+    policy.close()
+
+
+def test_a_bad_llm_section_is_a_usage_error_naming_the_field() -> None:
+    with pytest.raises(UsageError, match=r"llm\.provider"):
+        settings_from({"provider": "gemini"})
+    with pytest.raises(UsageError, match=r"llm\.retry\.max_attempts"):
+        settings_from({"retry": {"max_attempts": 0}})
+
+
+def test_the_api_key_comes_from_the_environment_and_is_required_for_hosted_apis() -> None:
+    assert api_key_for(LlmSettings(provider="anthropic"), {"ANTHROPIC_API_KEY": "k-123456"}) == "k-123456"
+    with pytest.raises(UsageError, match="ANTHROPIC_API_KEY"):
+        api_key_for(LlmSettings(provider="anthropic"), {})
+    with pytest.raises(UsageError, match="OPENAI_API_KEY"):
+        api_key_for(LlmSettings(provider="openai"), {})
+    # A local OpenAI-compatible server (SGLang, vLLM, llama.cpp) usually takes no key.
+    assert api_key_for(LlmSettings(provider="openai", base_url="http://127.0.0.1:8000/v1"), {}) == NO_KEY
+
+
+def test_default_models_are_current_and_priced() -> None:
+    for provider in ("anthropic", "openai"):
+        settings = LlmSettings(provider=provider)
+        assert price_for(settings.model_name) != FREE
+
+
+def test_prices_match_dated_names_and_overrides_win() -> None:
+    assert price_for("claude-sonnet-5-5-20260930") == price_for("claude-sonnet-5-5")
+    assert price_for("claude-opus-4-1-20250805").input == 15.0  # the longest matching family wins
+    assert price_for("Qwen/Qwen3-235B-A22B") == FREE
+    override = ModelPrice(input=1.0, output=2.0)
+    assert price_for("claude-sonnet-5-5", {"claude-sonnet-5-5": override}) == override
+
+
+def test_cost_bills_cached_reads_and_cache_writes_at_their_own_rates() -> None:
+    price = ModelPrice(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2)
+    tokens = TokenCounts(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=600_000,
+                         cache_write_tokens=300_000)
+    assert cost_usd(tokens, price) == pytest.approx(0.1 * 2.0 + 0.6 * 0.2 + 0.3 * 2.5 + 0.1 * 10.0)
+    plain = ModelPrice(input=2.0, output=10.0)
+    assert cost_usd(tokens, plain) == pytest.approx(1.0 * 2.0 + 0.1 * 10.0)
+
+
+def test_prompts_are_package_files() -> None:
+    assert "system" in available_prompts()
+    text = load_prompt("system")
+    assert "ask_human" in text and "evidence" in text and "SGLang" in text
+    with pytest.raises(PromptNotFound, match=r"available: .*system"):
+        load_prompt("nope")
+    with pytest.raises(PromptNotFound):
+        load_prompt("../pyproject")
