@@ -43,7 +43,9 @@ def launch_config(progress: RunbookProgress, purpose: Purpose, settings: Runbook
 
 def launch(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
     return call(state, "launch_engine", {"config": launch_config(progress, progress.purpose, settings),
-                                         "name": progress.attempts[-1].process})
+                                         "name": progress.attempts[-1].process,
+                                         "poll_seconds": settings.launch_poll_seconds,
+                                         "health_every_seconds": settings.health_every_seconds})
 
 
 def bench_arguments(progress: RunbookProgress, settings: RunbookSettings, single_stream: bool) -> dict[str, Any]:

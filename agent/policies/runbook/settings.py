@@ -17,10 +17,14 @@ class RunbookSettings(BaseModel):
     max_attempts: int = Field(8, ge=1)
     drafter_epochs: int = Field(2, ge=1)
     drafter_samples: int = Field(10_000, ge=1)
-    drafter_poll_seconds: float = Field(60.0, gt=0)
+    drafter_poll_seconds: float = Field(300.0, gt=0)
+    # How often launch_engine looks at a starting engine (log, counters, /health).
+    launch_poll_seconds: float = Field(2.0, gt=0)
+    health_every_seconds: float = Field(10.0, gt=0)
 
     @classmethod
     def quick(cls) -> RunbookSettings:
         """Short benchmarks for the simulated host and demos (the twin's engines stream in real time)."""
         return cls(input_len=256, output_len=32, single_stream_prompts=2, peak_concurrency=64, peak_prompts=64,
-                   drafter_samples=48, drafter_poll_seconds=0.5)
+                   drafter_samples=48, drafter_poll_seconds=0.5, launch_poll_seconds=0.2,
+                   health_every_seconds=0.5)

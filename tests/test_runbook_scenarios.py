@@ -1,0 +1,87 @@
+"""Every built-in scenario end to end through the CLI with the runbook policy.
+
+Each run either ends ``done`` with the configuration the scenario calls for, or ``blocked`` (exit 3)
+with a question of the expected kind; blocked runs are then answered and resumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from runbook_helpers import load_state, run_scenario, runbook_progress, stop_leftovers
+from spine_helpers import run_agent
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Iterator[Path]:
+    directory = tmp_path / "state"
+    yield directory
+    stop_leftovers(directory)
+
+
+def _pending(state: dict[str, object]) -> list[dict[str, object]]:
+    return [question for question in state["questions"] if question.get("answer") is None]  # type: ignore[union-attr]
+
+
+def test_kimi_sm120_with_eagle3_is_remedied_benchmarked_and_trains_a_drafter(state_dir: Path) -> None:
+    result, state = run_scenario("kimi-sm120", "serve kimi with eagle3", state_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert state["status"] == "done"
+    progress = runbook_progress(state)
+    classes = [attempt["diagnosis"] for attempt in progress["attempts"] if attempt["diagnosis"]]
+    assert "nccl_hang" in classes and "unsupported_arch" in classes
+    config = progress["base_config"]
+    assert config["env"]["NCCL_P2P_DISABLE"] == "1"
+    assert config["attention_backend"] == "triton"
+    assert progress["chosen"] == "trained"
+    labels = {record["label"] for record in state["benchmarks"]}
+    assert {"baseline single-stream", "baseline peak", "offshelf single-stream", "trained single-stream"} <= labels
+    assert any("offshelf drafter loses" in finding["summary"] for finding in state["findings"])
+    assert any("trained drafter wins" in finding["summary"] for finding in state["findings"])
+    assert "Baseline: single-stream" in state["summary"] and "Trained drafter" in state["summary"]
+
+
+@pytest.mark.parametrize(("scenario", "expected_change"), [
+    ("h100-healthy", None),
+    ("oom", "mem_fraction"),
+    ("cuda-graph", "cuda_graph_max_bs"),
+    ("port-in-use", "port"),
+])
+def test_scenarios_that_end_served(scenario: str, expected_change: str | None, state_dir: Path) -> None:
+    result, state = run_scenario(scenario, "serve the model", state_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert state["status"] == "done"
+    progress = runbook_progress(state)
+    assert progress["attempts"][-1]["outcome"] == "ready"
+    if expected_change is None:
+        assert len(progress["attempts"]) == 1
+    else:
+        assert any(change.startswith(expected_change) for change in progress["changes"])
+    assert [record["label"] for record in state["benchmarks"]] == ["baseline single-stream", "baseline peak"]
+    assert any(finding["summary"].startswith("correctness") or "correct" in finding["summary"]
+               for finding in state["findings"])
+
+
+@pytest.mark.parametrize(("scenario", "kind", "answer", "kind_after"), [
+    ("gpu-fault", "hardware", "proceed anyway", "hardware"),
+    ("unknown-crash", "unknown_failure", "retry", "unknown_failure"),
+])
+def test_scenarios_that_need_a_human(scenario: str, kind: str, answer: str, kind_after: str,
+                                     state_dir: Path) -> None:
+    result, state = run_scenario(scenario, "serve the model", state_dir)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert state["status"] == "blocked"
+    [question] = _pending(state)
+    assert question["kind"] == kind
+    assert question["evidence"] and question["hypothesis"]
+    answered = run_agent("ask", "--answer", answer, "--state-dir", state_dir)
+    assert answered.returncode == 0, answered.stderr
+    resumed = run_agent("resume", state_dir / "latest.json", timeout=120)
+    assert resumed.returncode == 3, resumed.stderr[-3000:]
+    state = load_state(state_dir)
+    assert any(question["answer"] == answer for question in state["questions"])
+    [again] = _pending(state)
+    assert again["kind"] == kind_after
+    assert any("operator answered" in finding["summary"] for finding in state["findings"])

@@ -1,0 +1,58 @@
+"""The runbook's pure parts: reading the goal, choosing models, applying remedies and answers."""
+
+from __future__ import annotations
+
+from agent.policies.runbook.answers import apply_answer, settings_in
+from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
+from agent.policies.runbook.progress import RunbookProgress
+from agent.policies.runbook.remedies import applicable, apply_remedy
+from agent.state import ModelInfo, ProjectState
+
+
+def test_goal_names_engine_speculation_and_model() -> None:
+    goal = parse_goal("serve kimi with eagle3 on vLLM")
+    assert goal.engine == "vllm"
+    assert goal.speculative is True
+    assert "kimi" in goal.model_words
+    plain = parse_goal("bring up llama-3.1-8b")
+    assert plain.engine is None and plain.speculative is False
+    assert "llama-3.1-8b" in plain.model_words
+
+
+def test_target_and_drafter_are_picked_by_name() -> None:
+    models = [ModelInfo(name="Llama-3.1-8B", path="/m/llama", role="target"),
+              ModelInfo(name="Kimi-K2.5-INT4", path="/m/kimi", role="target"),
+              ModelInfo(name="Kimi-K2-Instruct-eagle3", path="/m/kimi-eagle", role="drafter")]
+    target = pick_target(parse_goal("serve kimi with eagle3"), models)
+    assert target is not None and target.path == "/m/kimi"
+    drafter = pick_drafter(target, models)
+    assert drafter is not None and drafter.path == "/m/kimi-eagle"
+    assert pick_target(parse_goal("serve something"), models) is None  # two targets, none named
+
+
+def test_remedies_change_one_thing_and_leave_the_input_untouched() -> None:
+    config = {"engine": "sglang", "model_path": "/m", "env": {}}
+    changed, notes = apply_remedy(config, {"set_env": {"NCCL_P2P_DISABLE": "1"}})
+    assert changed["env"] == {"NCCL_P2P_DISABLE": "1"} and config["env"] == {}
+    assert notes == ["NCCL_P2P_DISABLE=1"]
+    lowered, notes = apply_remedy(changed, {"adjust_flag": {"mem_fraction": -0.05}})
+    assert lowered["mem_fraction"] == 0.8 and notes == ["mem_fraction: 0.85 -> 0.8"]
+    halved, _ = apply_remedy(lowered, {"scale_flag": {"cuda_graph_max_bs": 0.5}})
+    assert halved["cuda_graph_max_bs"] == 64
+    moved, notes = apply_remedy(halved, {"pick_free_port": True})
+    assert isinstance(moved["port"], int) and notes[0].startswith("port=")
+    same, notes = apply_remedy(moved, {"set_env": {"NCCL_P2P_DISABLE": "1"}})
+    assert notes == [] and same == moved
+    assert not applicable({"needs_human": True}) and not applicable({}) and applicable({"set_flag": {"x": 1}})
+
+
+def test_answers_carry_settings_and_release_the_question() -> None:
+    assert settings_in("try attention_backend=triton and NCCL_P2P_DISABLE=1 mem_fraction=0.7") == {
+        "set_flag": {"attention_backend": "triton", "mem_fraction": 0.7}, "set_env": {"NCCL_P2P_DISABLE": "1"}}
+    state = ProjectState(goal="serve kimi")
+    progress = RunbookProgress(base_config={"engine": "sglang", "env": {}}, blocked_on="unknown_failure",
+                               phase="launch")
+    apply_answer(state, progress, "retry with attention_backend=triton")
+    assert progress.base_config["attention_backend"] == "triton"
+    assert progress.blocked_on is None and "unknown_failure" in progress.acknowledged
+    assert "operator answered" in state.findings[-1].summary
