@@ -93,8 +93,8 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
     monitor = ActivityMonitor(settings.hang_after_seconds)
     report = ReadinessReport(outcome="timeout")
     last_health = float("-inf")
-    while True:
-        status = refresh(record, host)
+
+    def read_log() -> int:
         new_lines, milestones = follower.poll()
         for message in milestones:
             if not report.milestones or report.milestones[-1] != message:
@@ -102,8 +102,13 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
                 context.progress(f"{record.name}: {message}")
         if new_lines and record.state == "starting":
             record.state = "loading"
+        return new_lines
+
+    while True:
+        status = refresh(record, host)
+        new_lines = read_log()
         if not status.alive:
-            follower.poll()
+            read_log()
             report.outcome = "exited"
             report.exit_code = status.exit_code
             report.diagnosis = _diagnosis(record, config, context, alive=False, exit_code=status.exit_code,
@@ -117,7 +122,7 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
             health = check_health(config)
             report.health = health.describe()
             if health.ok:
-                follower.poll()  # the ready line may have landed since the last read
+                read_log()  # what the engine printed while the check was under way
                 record.state = "ready"
                 report.outcome = "ready"
                 break
