@@ -86,6 +86,7 @@ def test_a_run_that_gives_up_exits_1(tmp_path: Path) -> None:
     (["run", "-g", "g", "--script", "missing.json"], "cannot read script"),
     (["run", "-g", "g", "--script", "SCRIPT", "--notify", "pager:1"], "unknown notify spec"),
     (["run", "-g", "g", "--script", "SCRIPT", "--config", "missing.toml"], "does not exist"),
+    (["run", "-g", "g", "--script", "SCRIPT", "--sim", "no-such-scenario"], "cannot load simulation scenario"),
     (["resume"], "no state file at"),
     (["status", "state/latest.json"], "no state file at"),
     (["status", "elsewhere/latest.json"], "give one or the other"),

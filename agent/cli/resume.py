@@ -25,7 +25,7 @@ from agent.cli.common import (
     progress,
     usage_errors,
 )
-from agent.cli.session import outcome, run_session
+from agent.cli.session import outcome, prepare_agent, run_session
 from agent.config import load_config
 from agent.escalation import answer_question, settle_limit_questions
 from agent.events import UsageError
@@ -77,7 +77,8 @@ def resume(
                 finish(code)
             config_file = Path(state.run.config_file) if state.run.config_file else None
             settings = load_config(directory, config_file, overrides=state.run.config_overrides)
-            code = run_session(store, state, settings, resumed=True, json_output=json_output)
+            agent = prepare_agent(store, state, settings, resumed=True)
+            code = run_session(agent, resumed=True, json_output=json_output)
     finish(code)
 
 

@@ -21,7 +21,7 @@ from agent.cli.common import (
     progress,
     usage_errors,
 )
-from agent.cli.session import run_session
+from agent.cli.session import prepare_agent, run_session
 from agent.config import choose_policy, load_config
 from agent.events import UsageError
 from agent.lock import StateDirectoryLock
@@ -108,7 +108,6 @@ def run(
         with StateDirectoryLock(directory):
             store = StateStore(directory)
             settings = load_config(directory, config_file, overrides=overrides)
-            _make_room(store, new)
             state = ProjectState(goal=goal, run=RunSettings(
                 policy=choose_policy(settings), simulated_scenario=settings.sim,
                 config_file=str(config_file) if config_file else None, config_overrides=overrides,
@@ -117,5 +116,7 @@ def run(
             state.limits.max_steps = settings.limits.max_steps
             state.limits.max_wall_seconds = settings.limits.max_wall_seconds
             state.limits.max_cost_usd = settings.limits.max_cost_usd
-            code = run_session(store, state, settings, resumed=False, json_output=json_output)
+            agent = prepare_agent(store, state, settings, resumed=False)
+            _make_room(store, new)
+            code = run_session(agent, resumed=False, json_output=json_output)
     finish(code)

@@ -14,7 +14,7 @@ import typer
 from agent.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, print_json, print_text, progress
 from agent.config import AgentConfig
 from agent.escalation import answer_command, resume_command
-from agent.loop import ExitEvent
+from agent.loop import Agent, ExitEvent
 from agent.notify import Notifier
 from agent.redact import redact_text
 from agent.render import render_report
@@ -31,9 +31,9 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
-def run_session(store: StateStore, state: ProjectState, config: AgentConfig, *, resumed: bool,
-                json_output: bool) -> int:
-    """Run the loop to its next stop and return the exit code. Usage errors surface before any write."""
+def prepare_agent(store: StateStore, state: ProjectState, config: AgentConfig, *, resumed: bool) -> Agent:
+    """Build everything the run needs. Usage errors (bad notify spec, unknown scenario, missing policy)
+    surface here, before anything is written."""
     channels = [*config.notify.channels, *state.run.notify]
     notifier = Notifier(channels, config.notify, store.state_dir, progress)
     host = build_host(state, store.state_dir)
@@ -43,7 +43,12 @@ def run_session(store: StateStore, state: ProjectState, config: AgentConfig, *, 
     def on_exit(event: ExitEvent, question: Question | None) -> None:
         notifier.notify(event, state, question)
 
-    agent = build_agent(state, store, config, progress, on_exit, host=host)
+    return build_agent(state, store, config, progress, on_exit, host=host)
+
+
+def run_session(agent: Agent, *, resumed: bool, json_output: bool) -> int:
+    """Run the loop to its next stop and return the exit code (the state is saved first)."""
+    store, state = agent.store, agent.state
     store.save(state)
     store.journal.record("start", run_id=state.run_id, goal=state.goal, policy=state.run.policy,
                          resumed=resumed, simulated_scenario=state.run.simulated_scenario, step=state.step,
