@@ -162,15 +162,21 @@ def http_post(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[in
         return error.code, json.loads(error.read() or b"{}")
 
 
-def wait_healthy(port: int, process: subprocess.Popen[Any] | None = None, timeout: float = 15.0) -> None:
+def wait_healthy(port: int, process: subprocess.Popen[Any] | None = None, timeout: float = 40.0,
+                 log: Path | None = None) -> None:
+    """Poll /health; the timeout is generous because a loaded test machine slows every start-up."""
     deadline = time.monotonic() + timeout
+
+    def tail() -> str:
+        return log.read_text(encoding="utf-8")[-2000:] if log is not None and log.exists() else ""
+
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise AssertionError(f"engine exited with {process.returncode} before it was ready")
+            raise AssertionError(f"engine exited with {process.returncode} before it was ready\n{tail()}")
         try:
             if http_get(f"http://127.0.0.1:{port}/health", timeout=1.0)[0] == 200:
                 return
         except OSError:
             pass
         time.sleep(0.05)
-    raise AssertionError(f"engine on port {port} not healthy after {timeout} s")
+    raise AssertionError(f"engine on port {port} not healthy after {timeout} s\n{tail()}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +39,13 @@ def engines() -> Iterator[list[EngineProcess]]:
         engine.stop()
 
 
+def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the engine"
+        time.sleep(0.02)
+
+
 def _start(engines: list[EngineProcess], scenario: Path, sim_root: Path, flags: list[str], engine: str = "sglang",
            env: dict[str, str] | None = None) -> EngineProcess:
     process = EngineProcess(scenario, sim_root, flags, engine, env)
@@ -67,7 +74,8 @@ def test_nccl_p2p_disable_turns_a_hang_into_a_serving_engine(tmp_path: Path, eng
     flags = ["--model-path", "test-org/Test-30B", "--tp-size", "2", "--attention-backend", "triton",
              "--port", str(port)]
     hung = _start(engines, scenario, tmp_path / "sim", flags, env={"NCCL_DEBUG": "INFO"})
-    time.sleep(1.0)  # ten times the whole start-up of this scenario
+    _wait_for(lambda: "via P2P/CUMEM" in hung.log())
+    time.sleep(0.5)  # five times the whole start-up of this scenario
     assert hung.process.poll() is None
     log = hung.log()
     assert log.rstrip().endswith("via P2P/CUMEM") and "Init torch distributed begin." in log
@@ -78,7 +86,7 @@ def test_nccl_p2p_disable_turns_a_hang_into_a_serving_engine(tmp_path: Path, eng
     hung.stop()
 
     serving = _start(engines, scenario, tmp_path / "sim", flags, env={"NCCL_P2P_DISABLE": "1", "NCCL_DEBUG": "INFO"})
-    wait_healthy(port, serving.process)
+    wait_healthy(port, serving.process, log=serving.log_path)
     log = serving.log()
     assert "via SHM/direct/direct" in log and "The server is fired up and ready to roll!" in log
     assert "Custom allreduce is disabled" not in log  # only beyond two PCIe GPUs
@@ -88,9 +96,10 @@ def test_a_slow_load_is_silent_but_gpu_memory_keeps_growing(tmp_path: Path, engi
     scenario = write_scenario(tmp_path, time_scale=1000.0, load=3000.0, progress_interval=2500.0)
     flags = ["--model-path", "test-org/Test-30B", "--tp", "2", "--port", str(free_port())]
     engine = _start(engines, scenario, tmp_path / "sim", flags)
-    time.sleep(0.9)
+    _wait_for(lambda: "Load weight begin" in engine.log())
+    time.sleep(0.3)
     first_memory, first_log = memory_in_use(tmp_path / "sim", 2)[0], engine.log()
-    time.sleep(0.9)
+    time.sleep(0.8)
     second_memory, second_log = memory_in_use(tmp_path / "sim", 2)[0], engine.log()
     assert engine.process.poll() is None
     assert "Load weight begin" in first_log and "0% Completed | 0/8" in first_log
@@ -117,7 +126,7 @@ def test_memory_physics_out_of_memory_and_wrong_model(tmp_path: Path, engines: l
     assert "torch.OutOfMemoryError: CUDA out of memory" in oom.log()
     lowered = _start(engines, scenario, tmp_path / "sim", [*flags, "--mem-fraction-static", "0.6"])
     port = int(flags[-1])
-    wait_healthy(port, lowered.process)
+    wait_healthy(port, lowered.process, log=lowered.log_path)
     lowered.stop()
     missing = _start(engines, scenario, tmp_path / "sim", ["--model-path", "/no/such/model", "--tp", "2"])
     assert missing.wait_exit() == 1
@@ -129,7 +138,7 @@ def test_vllm_command_line_and_start_up_lines(tmp_path: Path, engines: list[Engi
     port = free_port()
     engine = _start(engines, scenario, tmp_path / "sim", ["test-org/Test-30B", "-tp", "2", "--port", str(port)],
                     engine="vllm")
-    wait_healthy(port, engine.process)
+    wait_healthy(port, engine.process, log=engine.log_path)
     log = engine.log()
     assert "vLLM API server version 0.33.0" in log and f"Starting vLLM server on http://127.0.0.1:{port}" in log
     assert "Application startup complete." in log and "GPU KV cache size:" in log

@@ -100,7 +100,7 @@ def test_spawned_engine_holds_gpu_memory_until_it_stops(tmp_path: Path) -> None:
             "--tp-size", "2", "--port", str(port)]
     spawned = host.spawn(argv, env={}, log_path=tmp_path / "engine.log")
     try:
-        wait_healthy(port)
+        wait_healthy(port, log=tmp_path / "engine.log")
         used = host.gpu_memory_used_mib()
         assert used is not None and used[0] == used[1] and used[0] > 20_000  # 15 GB of weights + KV cache
         assert host.probe_gpus().gpus[1].memory_used_mib == used[1]

@@ -73,8 +73,9 @@ def test_regenerate_train_export_then_serve_with_the_trained_drafter(tmp_path: P
         argv = [python, "-m", "sglang.launch_server", "--model-path", str(host.model_dir), "--tp", "2",
                 "--port", str(port), "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", drafter,
                 "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
-        spawned = host.spawn(argv, env={}, log_path=tmp_path / f"engine-{time.monotonic_ns()}.log")
-        wait_healthy(port)
+        log = tmp_path / f"engine-{time.monotonic_ns()}.log"
+        spawned = host.spawn(argv, env={}, log_path=log)
+        wait_healthy(port, log=log)
         return spawned.pid, spawned.create_time
 
     def stop(identity: tuple[int, float]) -> None:
@@ -127,15 +128,17 @@ def test_regenerate_train_export_then_serve_with_the_trained_drafter(tmp_path: P
 def test_training_on_generic_data_gives_a_weaker_drafter(tmp_path: Path) -> None:
     host = SimHost.from_scenario(str(write_scenario(tmp_path)), tmp_path / "state")
     data = tmp_path / "data"
-    host.run(["python3", "prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)], timeout=60)
+    prepared = host.run(["python3", "prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)],
+                        timeout=60)
+    assert prepared.exit_code == 0, prepared.stderr
     run_yaml = tmp_path / "run.yaml"
     run_yaml.write_text(RUN_YAML.format(output=tmp_path / "ckpt", target="test-org/Test-30B",
                                         data=data / "sharegpt_train.jsonl", draft_config="unused.json"))
     trained = host.run(["specforge", "train", "-c", str(run_yaml), "training.max_steps=120"], timeout=60)
     assert trained.exit_code == 0, trained.stderr
     state = json.loads((tmp_path / "ckpt" / "drafter-latest" / "training_state.pt").read_text())
-    assert state["step"] == 120 and state["data_alignment"] == 0.0
-    assert 0.5 < state["simulated_acc_len"] < 1.0  # ~1.8 accept length with the bonus token
+    assert state["step"] == 120 and state["data_alignment"] == 0.0, state
+    assert 0.5 < state["simulated_acc_len"] < 1.0, state  # ~1.8 accept length with the bonus token
     missing = host.run(["specforge", "export", "--to", "sglang", "--checkpoint", str(tmp_path / "nowhere"),
                         "--draft-config", "x.json", "--output-dir", str(tmp_path / "out")], timeout=60)
-    assert missing.exit_code == 1 and "is not a runtime checkpoint" in missing.stderr
+    assert missing.exit_code == 1 and "is not a runtime checkpoint" in missing.stderr, missing
