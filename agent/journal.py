@@ -20,6 +20,11 @@ from agent.state import utc_now
 JOURNAL_FILE = "journal.jsonl"
 
 
+class StateWriteError(Exception):
+    """The state or the journal could not be written (disk full, read-only directory...). The last
+    complete ``latest.json`` and every whole journal record are still in place."""
+
+
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -30,18 +35,25 @@ class Journal:
         entry: dict[str, Any] = redact_value({"at": utc_now(), "kind": kind, **fields})
         line = (json.dumps(entry, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Opened per record: nothing to close, and each record is durable before this returns.
-            with open(self.path, "ab+") as handle:
-                handle.seek(0, os.SEEK_END)
-                if handle.tell() > 0:
-                    handle.seek(-1, os.SEEK_END)
-                    if handle.read(1) != b"\n":
-                        line = b"\n" + line  # end a torn line so this record starts on its own line
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:
+                self._append(line)
+            except OSError as error:
+                raise StateWriteError(f"cannot append to the journal {self.path}: "
+                                      f"{error.strerror or error}") from error
         return entry
+
+    def _append(self, line: bytes) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Opened per record: nothing to close, and each record is durable before this returns.
+        with open(self.path, "ab+") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    line = b"\n" + line  # end a torn line so this record starts on its own line
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def records(self) -> list[dict[str, Any]]:
         """All whole records, oldest first. Lines that do not parse (a torn tail) are skipped."""

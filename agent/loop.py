@@ -8,6 +8,7 @@ next decision. A crash at any point is settled on resume by :mod:`agent.recovery
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from agent.limits import check_limits
 from agent.policies.base import Policy, PolicyView
 from agent.recovery import NOT_RUN, recover_pending_step
 from agent.state import PendingStep, Question
-from agent.store import StateStore
+from agent.store import StateStore, StateWriteError
 from agent.stuck import StuckDetector
 from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
 
@@ -66,7 +67,10 @@ class Agent:
         except BaseException as error:
             self.state.status = "failed"
             self.state.add_finding(f"unexpected failure: {type(error).__name__}: {error}")
-            self._exit("failed", None)
+            with contextlib.suppress(StateWriteError):  # a full disk must not keep the human uninformed
+                self.store.journal.record("event", event="failed", step=self.state.step, error=str(error))
+                self.store.save(self.state)
+            self.on_exit("failed", None)
             raise
         finally:
             self.state.usage.wall_seconds = wall_before + time.monotonic() - started

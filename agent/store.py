@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from agent.events import UsageError
 from agent.journal import JOURNAL_FILE, Journal
+from agent.journal import StateWriteError as StateWriteError  # re-exported: callers meet it via the store
 from agent.redact_document import redact_json_document
 from agent.state import SCHEMA_VERSION, ProjectState, utc_now
 
@@ -73,20 +74,30 @@ class StateStore:
                     state.updated_at = stamp  # nothing changed: previous.json stays one real change behind
                     return
             data = (redact_json_document(serialized, indent=1) + "\n").encode("utf-8")
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            temporary = self.state_dir / f".{LATEST_FILE}.{os.getpid()}.tmp"
             try:
-                with open(temporary, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                if self.latest_path.exists():
-                    self._keep_previous()
-                os.replace(temporary, self.latest_path)
-            finally:
-                temporary.unlink(missing_ok=True)  # only left over when writing failed (e.g. disk full)
-            _fsync_directory(self.state_dir)
+                self._write(data)
+            except OSError as error:
+                raise StateWriteError(f"cannot write the state in {self.state_dir}: {error.strerror or error}; "
+                                      f"the last complete {LATEST_FILE} is untouched") from error
             self._last_saved = (state.updated_at, serialized)
+
+    def _write(self, data: bytes) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self._last_saved is None:  # first save by this process: clear temp files of dead writers
+            for stale in self.state_dir.glob(".*.json.*.tmp"):
+                stale.unlink(missing_ok=True)
+        temporary = self.state_dir / f".{LATEST_FILE}.{os.getpid()}.tmp"
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if self.latest_path.exists():
+                self._keep_previous()
+            os.replace(temporary, self.latest_path)
+        finally:
+            temporary.unlink(missing_ok=True)  # only left over when writing failed (e.g. disk full)
+        _fsync_directory(self.state_dir)
 
     def _keep_previous(self) -> None:
         # A hard link keeps the old file whole under the new name without copying it.

@@ -49,8 +49,8 @@ def ask(
         with StateDirectoryLock(directory):
             state = store.load()
             question = answer_question(state, answer, question_id)
+            store.save(state)  # the state first: the journal never claims an answer the state lacks
             store.journal.record("answer", question_id=question.id, answer=question.answer)
-            store.save(state)
             store.close()
         if json_output:
             print_json({"answered": question.model_dump(mode="json"),

@@ -13,7 +13,7 @@ import typer
 
 from agent.events import UsageError
 from agent.redact import redact_text, redact_value
-from agent.store import LATEST_FILE
+from agent.store import LATEST_FILE, StateWriteError
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CODES = {"done": EXIT_DONE, "blocked": EXIT_BLOCKED, "limit": EXIT_BLOCKED, "failed": EXIT_FAILED}
@@ -51,12 +51,16 @@ def print_json(value: Any) -> None:
 
 @contextmanager
 def usage_errors() -> Iterator[None]:
-    """Turn operator mistakes into one line on stderr and exit code 2."""
+    """Turn operator mistakes into one line on stderr and exit code 2, and a state that cannot be
+    written (disk full, read-only) into one line and exit code 1."""
     try:
         yield
     except UsageError as error:
         typer.echo(f"agent: error: {error}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    except StateWriteError as error:
+        typer.echo(f"agent: error: {error}", err=True)
+        raise typer.Exit(EXIT_FAILED) from None
 
 
 def finish(code: int) -> None:

@@ -59,6 +59,7 @@ def resume(
             state = store.load()
             if answer is not None:
                 question = answer_question(state, answer, question_id)
+                store.save(state)  # the answer is kept even if building the run fails below
                 store.journal.record("answer", question_id=question.id, answer=question.answer)
             raised = set_limits(state, max_steps, max_wall_seconds, max_cost_usd)
             if raised:

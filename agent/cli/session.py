@@ -19,7 +19,7 @@ from agent.notify import Notifier
 from agent.redact import redact_text
 from agent.render import render_report
 from agent.state import ProjectState, Question, utc_now
-from agent.store import StateStore
+from agent.store import StateStore, StateWriteError
 from agent.wiring import build_agent, build_host, describe_environment, reconcile
 
 
@@ -49,7 +49,11 @@ def prepare_agent(store: StateStore, state: ProjectState, config: AgentConfig, *
 def run_session(agent: Agent, *, resumed: bool, json_output: bool) -> int:
     """Run the loop to its next stop and return the exit code (the state is saved first)."""
     store, state = agent.store, agent.state
-    store.save(state)
+    try:
+        store.save(state)
+    except StateWriteError as error:
+        typer.echo(f"agent: error: {error}", err=True)
+        return EXIT_FAILED
     store.journal.record("start", run_id=state.run_id, goal=state.goal, policy=state.run.policy,
                          resumed=resumed, simulated_scenario=state.run.simulated_scenario, step=state.step,
                          **describe_environment())
@@ -62,6 +66,10 @@ def run_session(agent: Agent, *, resumed: bool, json_output: bool) -> int:
         typer.echo(f"agent: interrupted at step {state.step}; the state is saved. "
                    f"Continue with: {resume_command(store.state_dir)}", err=True)
         return EXIT_INTERRUPTED
+    except StateWriteError as error:
+        typer.echo(f"agent: error: {error}. Free space or fix permissions, then: "
+                   f"{resume_command(store.state_dir)}", err=True)
+        return EXIT_FAILED
     except Exception as error:
         crash_log = write_crash_log(store.state_dir, error)
         typer.echo(f"agent: unexpected failure: {redact_text(f'{type(error).__name__}: {error}')} "
@@ -91,10 +99,13 @@ def outcome(state: ProjectState, state_dir: Path, event: str, code: int) -> dict
     }
 
 
-def write_crash_log(state_dir: Path, error: BaseException) -> Path:
-    logs = state_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    path = logs / f"crash-{utc_now().replace(':', '')}.txt"
+def write_crash_log(state_dir: Path, error: BaseException) -> str:
+    """Where the (redacted) traceback went, or why it could not be written."""
+    path = state_dir / "logs" / f"crash-{utc_now().replace(':', '')}.txt"
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    path.write_text(redact_text(text), encoding="utf-8")
-    return path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(redact_text(text), encoding="utf-8")
+    except OSError as write_error:
+        return f"nowhere: {write_error.strerror or write_error}"
+    return str(path)
