@@ -16,6 +16,8 @@ MAX_METRIC_COLUMNS = 8
 def render_status(state: ProjectState, state_dir: Path, holder_pid: int | None = None) -> str:
     """The full hand-over note."""
     running = f" (agent PID {holder_pid} is running it now)" if holder_pid else ""
+    if state.status == "running" and not holder_pid:
+        running = f" (but no agent is running it: it stopped unexpectedly; `{resume_command(state_dir)}`)"
     sections = [
         f"# {state.goal}",
         f"Run `{state.run_id}`: **{state.status}**{running} at step {state.step}, policy "

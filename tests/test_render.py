@@ -58,3 +58,8 @@ def test_report_shows_the_outcome_and_what_to_do(tmp_path: Path) -> None:
     report = render_report(state, tmp_path)
     assert report.startswith("BLOCKED: serve kimi with eagle3")
     assert "Use GPU 3?" in report and f"agent resume {tmp_path}/latest.json" in report
+
+
+def test_a_run_left_running_by_a_crash_says_how_to_resume(tmp_path: Path) -> None:
+    text = render_status(ProjectState(goal="g", status="running"), tmp_path)
+    assert f"no agent is running it: it stopped unexpectedly; `agent resume {tmp_path}/latest.json`" in text
