@@ -74,6 +74,8 @@ class Environment(Document):
     # Model directories found on the host's disk (targets and drafters), e.g. under OPSLOOP_MODEL_DIRS.
     models: list[ModelInfo] = Field(default_factory=list)
     specforge_dir: str | None = None  # a SpecForge source checkout on the host (SPECFORGE_DIR), for scripts/
+    specforge_draft_configs: list[str] = Field(default_factory=list)  # <checkout>/configs/*.json
+    specforge_datasets: list[str] = Field(default_factory=list)  # <checkout>/cache/dataset/*.jsonl
 
 
 class ModelInfo(Document):

@@ -76,10 +76,16 @@ for root in [entry for entry in os.environ.get("OPSLOOP_MODEL_DIRS", "").split(o
                        "size_bytes": size})
 specforge = os.environ.get("SPECFORGE_DIR")
 specforge = specforge if specforge and os.path.isdir(os.path.join(specforge, "scripts")) else None
+specforge_files = {}
+for kind, folder, suffix in (("draft_configs", "configs", ".json"),
+                             ("datasets", os.path.join("cache", "dataset"), ".jsonl")):
+    where = os.path.join(specforge, folder) if specforge else ""
+    specforge_files[kind] = sorted(os.path.join(where, name) for name in os.listdir(where)
+                                   if name.endswith(suffix)) if where and os.path.isdir(where) else []
 print(json.dumps({"packages": versions, "cpu_model": model or platform.processor() or None,
                   "cpu_cores": os.cpu_count(), "ram_bytes": ram, "disk_path": probe,
                   "disk_free_bytes": shutil.disk_usage(probe).free, "python": sys.version.split()[0],
-                  "models": models, "specforge_dir": specforge}))
+                  "models": models, "specforge_dir": specforge, **specforge_files}))
 """
 GIB = 1024 ** 3
 
@@ -201,6 +207,8 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
             "ram_gib": _gib(facts.get("ram_bytes")), "disk_free_gib": _gib(facts.get("disk_free_bytes")),
             "engine_python": python, "packages": facts.get("packages", {key: None for key in PACKAGES}),
             "models": _models(facts.get("models")), "specforge_dir": facts.get("specforge_dir"),
+            "specforge_draft_configs": facts.get("draft_configs") or [],
+            "specforge_datasets": facts.get("datasets") or [],
         })
         context.state.environment = environment
         notes += _notes(environment)

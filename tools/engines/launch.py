@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from pydantic import Field
@@ -61,6 +62,22 @@ def _check_port_free(args: LaunchEngineArgs, context: ToolContext) -> None:
         if record.port == port and context.host.status(record.pid, record.create_time).alive:
             raise ToolError(f"engine {record.name!r} (pid {record.pid}) already serves port {port}; "
                             "stop it with stop_engine or choose another port")
+    # A server this agent did not start may hold the port; its /health would then pass for ours.
+    if _port_answers(args.config.probe_host, port):
+        raise ToolError(f"{PORT_IN_USE}: {args.config.probe_host}:{port} already accepts connections from a "
+                        "process this agent did not start; launch on a free port, or find the owner "
+                        "(ss -ltnp) and ask before stopping it")
+
+
+PORT_IN_USE = "port_in_use"
+
+
+def _port_answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):

@@ -46,5 +46,7 @@ def apply_answer(state: ProjectState, progress: RunbookProgress, answer: str) ->
     progress.blocked_on = None
     # The human has acted: the attempts so far no longer count against the budget for this purpose.
     progress.attempts_forgiven = len(progress.attempts)
-    if progress.phase in ("verify", "bench"):
+    if asked == "training_setup" and re.search(r"\b(keep|stop|baseline|skip)\b", answer.lower()):
+        progress.purpose, progress.phase = "trained", "advance"  # no training: keep the best measured config
+    elif progress.phase in ("verify", "bench"):
         progress.phase = "launch"  # e.g. garbled output: relaunch with the new settings

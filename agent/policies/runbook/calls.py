@@ -57,13 +57,38 @@ def bench_arguments(progress: RunbookProgress, settings: RunbookSettings, single
             "label": f"{progress.purpose} {kind}", "correctness_probe": False}
 
 
-def train_drafter(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
+def _pick(paths: list[str], words: list[str]) -> str | None:
+    for word in words:
+        for path in paths:
+            if word and word in path.rsplit("/", 1)[-1].lower():
+                return path
+    return paths[0] if len(paths) == 1 else None
+
+
+def training_inputs(state: ProjectState, progress: RunbookProgress) -> dict[str, str] | None:
+    """SpecForge checkout, draft config and dataset for the target, from the probe; None when missing."""
+    environment = state.environment
+    family = (progress.served_model or "").lower().split("-")[0]
+    model_type = (state.model.architecture or "").lower()
+    config = _pick(environment.specforge_draft_configs, [family, model_type])
+    dataset = _pick(environment.specforge_datasets, ["train", "sharegpt"])
+    if not environment.specforge_dir or config is None or dataset is None:
+        return None
+    return {"specforge_dir": environment.specforge_dir, "draft_model_config": config, "input_data_path": dataset}
+
+
+def train_drafter(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings,
+                  inputs: dict[str, str]) -> ToolCall:
+    server = (progress.base_url or "").removeprefix("http://").removeprefix("https://").rstrip("/")
     return call(state, "train_drafter", {
-        "target_base_url": progress.base_url, "target_model_path": progress.target_path,
-        "served_model": progress.served_model, "num_samples": settings.drafter_samples,
-        "num_epochs": settings.drafter_epochs, "wait": False})
+        "name": f"drafter-{len(progress.attempts)}", "target_model_path": progress.target_path,
+        "target_server": server, "served_model_name": progress.served_model,
+        "num_samples": settings.drafter_samples, "num_epochs": settings.drafter_epochs, "wait": False, **inputs})
 
 
-def drafter_status(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
-    return call(state, "drafter_status", {"job": progress.training_job,
-                                          "wait_seconds": settings.drafter_poll_seconds})
+def drafter_status(state: ProjectState, progress: RunbookProgress) -> ToolCall:
+    return call(state, "drafter_status", {"name": progress.training_job})
+
+
+def wait_for_drafter(state: ProjectState, settings: RunbookSettings) -> ToolCall:
+    return call(state, "wait", {"seconds": settings.drafter_poll_seconds, "reason": "drafter training"})

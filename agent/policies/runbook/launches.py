@@ -61,6 +61,20 @@ def on_launch(state: ProjectState, progress: RunbookProgress, output: dict[str, 
     return _apply_next_remedy(state, progress, klass, diagnosis, evidence)
 
 
+def on_launch_refused(state: ProjectState, progress: RunbookProgress, error: str) -> bool:
+    """launch_engine refused before starting anything. A port held by a process we did not start moves the
+    launch to a free port (True: handled); any other refusal is for the caller to escalate."""
+    progress.attempts[-1].outcome = "refused"
+    if not error.startswith("port_in_use"):
+        return False
+    progress.attempts[-1].diagnosis = "port_in_use"
+    progress.base_config, changes = apply_remedy(progress.base_config, {"pick_free_port": True})
+    progress.changes.append(f"{', '.join(changes)} after port_in_use ({error.split(';')[0]})")
+    state.add_finding(f"attempt {len(progress.attempts)}: the port is held by another process; moving to a free one",
+                      evidence=[error])
+    return True
+
+
 def _apply_next_remedy(state: ProjectState, progress: RunbookProgress, klass: str, diagnosis: dict[str, Any],
                        evidence: list[str]) -> Ask | None:
     tried = progress.tried.setdefault(klass, [])

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from agent.state import ProjectState
 
 Phase = Literal["probe", "plan", "launch", "verify", "bench", "advance", "stop", "train", "train_wait",
-                "finish"]
+                "train_sleep", "finish"]
 # What the engine being brought up is for.
 Purpose = Literal["baseline", "offshelf", "trained", "training_target", "final"]
 

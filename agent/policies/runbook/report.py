@@ -43,4 +43,8 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
     lines += ["", f"Final engine settings: {settings_line}"]
     if config.get("env"):
         lines.append("Environment: " + ", ".join(f"{key}={value}" for key, value in sorted(config["env"].items())))
+    serving = progress.attempts[-1].process if progress.attempts else None
+    if serving:
+        lines += ["", f"{serving} keeps serving at {progress.base_url}; stop it with: "
+                      f"agent tool stop_engine --args '{{\"name\": \"{serving}\"}}'"]
     return "\n".join(lines)

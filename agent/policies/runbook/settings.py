@@ -25,6 +25,6 @@ class RunbookSettings(BaseModel):
     @classmethod
     def quick(cls) -> RunbookSettings:
         """Short benchmarks for the simulated host and demos (the twin's engines stream in real time)."""
-        return cls(input_len=256, output_len=32, single_stream_prompts=2, peak_concurrency=64, peak_prompts=64,
-                   drafter_samples=48, drafter_poll_seconds=0.5, launch_poll_seconds=0.2,
+        return cls(input_len=256, output_len=64, single_stream_prompts=2, peak_concurrency=64, peak_prompts=64,
+                   drafter_samples=48, drafter_epochs=8, drafter_poll_seconds=0.5, launch_poll_seconds=0.2,
                    health_every_seconds=0.5)
