@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import json
 import random
+import statistics
+from typing import Literal
 
 import pytest
 from bench_helpers import fake_server
 
+from tools.bench.client import Endpoint, build_encoder, fetch
+from tools.bench.load import run_level
+from tools.bench.prompts import build_requests
 from tools.bench.runner import BenchParams, run_sweep_blocking
-from tools.bench.stats import distribution_ms, percentile
+from tools.bench.stats import distribution_ms, percentile, summarize
 from tools.bench.wire import ResponseParser, SseSplitter
 
 
@@ -19,25 +27,63 @@ def sweep(base_url: str, **overrides: object) -> list:  # type: ignore[type-arg]
     return run_sweep_blocking(BenchParams.model_validate(settings)).levels
 
 
-def test_measured_latencies_match_the_injected_truth() -> None:
+ENGINES = pytest.mark.parametrize("engine", ["epoll", "asyncio"])
+
+
+@ENGINES
+def test_measured_latencies_reflect_the_injected_delays(engine: str) -> None:
     ttft_ms, itl_ms, tokens = 60.0, 10.0, 20
     with fake_server("--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)) as url:
-        levels = sweep(url, concurrency=[1, 4], num_prompts=8, output_len=tokens, warmup_requests=1)
+        levels = sweep(url, concurrency=[1, 4], num_prompts=8, output_len=tokens, warmup_requests=1,
+                       io_engine=engine)
     for level in levels:
         assert (level.completed, level.failed, level.errors) == (8, 0, [])
         assert level.output_tokens == 8 * tokens and level.token_counts_from == "usage"
         assert level.input_tokens == 8 * 32
-        # Truth plus the server's own request handling: never below, at most a few ms above.
-        assert ttft_ms - 0.5 < level.ttft_ms.median < ttft_ms + 6.0, level.ttft_ms
-        assert abs(level.itl_ms.median - itl_ms) < 2.0, level.itl_ms
+        # The injected delay plus the server's own handling: never below it, a little above it on a busy
+        # machine (the exact comparison with the server's send times is the next test).
+        assert ttft_ms - 0.5 < level.ttft_ms.median < ttft_ms + 15.0, level.ttft_ms
+        assert abs(level.itl_ms.median - itl_ms) < 3.0, level.itl_ms
         assert level.itl_ms.count == 8 * (tokens - 1)
-        assert abs(level.tpot_ms.median - itl_ms) < 1.0, level.tpot_ms
-        assert abs(level.e2e_ms.median - (ttft_ms + (tokens - 1) * itl_ms)) < 8.0, level.e2e_ms
+        assert abs(level.tpot_ms.median - itl_ms) < 2.0, level.tpot_ms
+        assert ttft_ms + (tokens - 1) * itl_ms - 0.5 < level.e2e_ms.median < ttft_ms + (tokens - 1) * itl_ms + 20
     single, parallel = levels
     # Back-to-back requests: 8 in series take ~8 x E2E; 4 in parallel take ~2 x E2E.
     assert single.duration_s > 1.8 * parallel.duration_s
     assert abs(parallel.request_throughput - 8 / parallel.duration_s) < 1e-9
     assert abs(single.output_throughput - single.output_tokens / single.duration_s) < 1e-9
+
+
+@pytest.mark.parametrize(("engine", "concurrency"), [("epoll", 1), ("epoll", 4), ("asyncio", 4)])
+def test_client_timestamps_match_the_servers_send_times(engine: Literal["epoll", "asyncio"], concurrency: int) -> None:
+    """Truth from the server itself: it stamps each text event as it leaves (CLOCK_MONOTONIC, shared by
+    both processes), so the client's TTFT and ITL can be checked event by event, whatever the load."""
+    endpoint_url, count, tokens = "", 8, 20
+    with fake_server("--ttft-ms", "30", "--itl-ms", "5") as url:
+        endpoint_url = url
+        endpoint = Endpoint.parse(endpoint_url)
+        encode = build_encoder()
+        requests = build_requests(count=count, endpoint="chat", model="m", input_len=16, output_len=tokens,
+                                  style="words", ignore_eos=True, temperature=0.0, extra_body={}, seed=3,
+                                  encode=encode,
+                                  frame=lambda body: endpoint.request_bytes("POST", "/v1/chat/completions", body))
+        outcomes, _ = asyncio.run(run_level(endpoint, requests, concurrency=concurrency, request_rate=None,
+                                            timeout=20, engine=engine))
+        truth = json.loads(asyncio.run(fetch(endpoint, "/timings"))[1])
+    ttft_errors, gap_errors = [], []
+    for index, outcome in enumerate(outcomes):
+        sent = truth[f"{index}:"]["sent"]
+        assert outcome.ok and outcome.first_token is not None and len(sent) == tokens
+        true_ttft = sent[0] - outcome.started
+        ttft_errors.append((outcome.first_token - outcome.started) - true_ttft)
+        true_gaps = [later - earlier for earlier, later in itertools.pairwise(sent)]
+        gap_errors += [measured - true for measured, true in zip(outcome.chunk_gaps, true_gaps, strict=True)]
+    assert all(error > -1e-4 for error in ttft_errors), ttft_errors  # nothing arrives before it is sent
+    assert statistics.median(ttft_errors) < 0.002, ttft_errors
+    assert abs(statistics.median(gap_errors)) < 0.001
+    summary = summarize(outcomes, concurrency=concurrency, request_rate=None, duration_s=1.0,
+                        expected_input_tokens=16)
+    assert summary.ttft_ms.median is not None and summary.ttft_ms.median >= 30.0
 
 
 def test_multi_token_events_count_tokens_from_usage() -> None:
@@ -48,9 +94,10 @@ def test_multi_token_events_count_tokens_from_usage() -> None:
     assert abs(level.tpot_ms.median - 9 * 5.0 / 29) < 1.0
 
 
-def test_injected_errors_are_counted_with_their_messages() -> None:
+@ENGINES
+def test_injected_errors_are_counted_with_their_messages(engine: str) -> None:
     with fake_server("--fail-every", "4", "--drop-every", "5", "--itl-ms", "1") as url:
-        level = sweep(url, concurrency=[2], num_prompts=12)[0]
+        level = sweep(url, concurrency=[2], num_prompts=12, io_engine=engine)[0]
     assert (level.completed, level.failed) == (7, 5)  # requests 4, 8, 12 fail; 5 and 10 are cut off
     messages = {error.message: error.count for error in level.errors}
     assert sum(count for message, count in messages.items() if message.startswith("HTTP 500")) == 3
@@ -59,32 +106,37 @@ def test_injected_errors_are_counted_with_their_messages() -> None:
     assert level.output_tokens == 7 * 20
 
 
-def test_error_events_inside_the_stream_fail_the_request() -> None:
+@ENGINES
+def test_error_events_inside_the_stream_fail_the_request(engine: str) -> None:
     with fake_server("--stream-error-every", "2") as url:
-        level = sweep(url, concurrency=[1], num_prompts=4)[0]
+        level = sweep(url, concurrency=[1], num_prompts=4, io_engine=engine)[0]
     assert (level.completed, level.failed) == (2, 2)
     assert "injected stream error" in level.errors[0].message
 
 
-def test_server_closing_idle_keep_alive_connections_is_handled() -> None:
+@ENGINES
+def test_server_closing_idle_keep_alive_connections_is_handled(engine: str) -> None:
     with fake_server("--close-after", "1") as url:
-        level = sweep(url, concurrency=[3], num_prompts=9)[0]
+        level = sweep(url, concurrency=[3], num_prompts=9, io_engine=engine)[0]
     assert (level.completed, level.failed) == (9, 0)
 
 
-def test_unreachable_server_gives_connection_errors() -> None:
+@ENGINES
+def test_unreachable_server_gives_connection_errors(engine: str) -> None:
     with fake_server() as url:
         pass  # the server is gone once the block ends
-    level = sweep(url, concurrency=[2], num_prompts=2)[0]
+    level = sweep(url, concurrency=[2], num_prompts=2, io_engine=engine)[0]
     assert level.failed == 2 and "cannot connect" in level.errors[0].message
 
 
-def test_poisson_arrivals_pace_the_requests() -> None:
+@ENGINES
+def test_poisson_arrivals_pace_the_requests(engine: str) -> None:
     rate, count = 25.0, 10
     rng = random.Random(7)  # the level seed is params.seed + level index
     gaps = [rng.expovariate(rate) for _ in range(count - 1)]
     with fake_server() as url:
-        level = sweep(url, concurrency=[count], num_prompts=count, request_rate=rate, seed=7, output_len=4)[0]
+        level = sweep(url, concurrency=[count], num_prompts=count, request_rate=rate, seed=7, output_len=4,
+                      io_engine=engine)[0]
     assert level.completed == count and level.request_rate == rate
     assert level.duration_s >= sum(gaps)
 
@@ -117,26 +169,20 @@ def test_parsers_give_the_same_events_however_the_bytes_are_split() -> None:
     chunked = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:17], body[17:60], body[60:]))
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked + b"0\r\n\r\n"
     for step in (1, 2, 3, 7, 64, len(raw)):
-        splitter, seen = SseSplitter(), list[bytes]()
-
-        def collect(piece: bytes, splitter: SseSplitter = splitter, seen: list[bytes] = seen) -> None:
-            seen.extend(splitter.feed(piece))
-
-        parser = ResponseParser(collect)
+        splitter, seen, parser = SseSplitter(), list[bytes](), ResponseParser()
         for start in range(0, len(raw), step):
-            parser.feed(raw[start:start + step])
+            seen.extend(splitter.feed(parser.feed(raw[start:start + step])))
         assert parser.complete and parser.status == 200 and parser.keep_alive
         assert seen == [*events, b"[DONE]"]
 
 
 def test_sized_and_read_to_close_bodies() -> None:
-    pieces: list[bytes] = []
-    sized = ResponseParser(pieces.append)
-    sized.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhel")
-    sized.feed(b"lo")
-    assert sized.complete and sized.status == 404 and not sized.keep_alive and b"".join(pieces) == b"hello"
-    unsized = ResponseParser(pieces.append)
-    unsized.feed(b"HTTP/1.0 200 OK\r\n\r\nabc")
+    sized = ResponseParser()
+    pieces = [sized.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhel"),
+              sized.feed(b"lo"), sized.feed(b"ignored")]
+    assert sized.complete and sized.status == 404 and not sized.keep_alive and pieces == [b"hel", b"lo", b""]
+    unsized = ResponseParser()
+    assert unsized.feed(b"HTTP/1.0 200 OK\r\n\r\nabc") == b"abc"
     assert not unsized.complete
     unsized.feed_eof()
     assert unsized.complete

@@ -6,6 +6,7 @@ import json
 import math
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,18 @@ def test_sanity_checks_on_answers() -> None:
     assert repetition_problem("The capital of France is Paris, a city on the Seine.") is None
     garbled = judge(PROBES[0], "42 \ufffd\ufffd\ufffd\ufffd")
     assert any("unprintable" in problem for problem in garbled.problems)
+
+
+def test_the_sweep_time_limit_stops_the_load(tmp_path: Path) -> None:
+    context = make_context(tmp_path)
+    with fake_server("--itl-ms", "50") as url:
+        started = time.monotonic()
+        result = call(context, "run_bench", {"base_url": url, "model": "m", "num_prompts": 4, "output_len": 400,
+                                             "correctness_probe": False, "timeout_s": 1.0})
+        elapsed = time.monotonic() - started
+    assert not result.ok and "did not finish within 1 s" in (result.error or "")
+    assert elapsed < 5.0  # 4 requests of 20 s each were cut off, not waited for
+    assert context.state.benchmarks == []
 
 
 def test_bad_arguments_and_unreachable_servers_are_errors(tmp_path: Path) -> None:

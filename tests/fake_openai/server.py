@@ -28,6 +28,9 @@ class Server:
     def __init__(self, options: argparse.Namespace) -> None:
         self.options = options
         self.requests = 0
+        # Per request (keyed by the prompt's first word): when it arrived and when each text event left,
+        # on CLOCK_MONOTONIC (time.perf_counter), which every process on the machine shares.
+        self.timings: dict[str, dict[str, object]] = {}
         self.tokens = 0.0
         self.prompt_tokens = 0
 
@@ -60,6 +63,8 @@ class Server:
             length = self.options.accept_length + 0.5  # cumulative since start: deliberately different
             info = {"version": "0.5.8", "internal_states": [{"avg_spec_accept_length": length}]}
             return await self.plain(writer, 200, json.dumps(info), "application/json")
+        if path == "/timings":
+            return await self.plain(writer, 200, json.dumps(self.timings), "application/json")
         if path == "/v1/models":
             models = {"data": [{"id": "fake-model"}]}
             return await self.plain(writer, 200, json.dumps(models), "application/json")
@@ -112,6 +117,8 @@ class Server:
         if chat:
             role = {"index": 0, "delta": {"role": "assistant", "content": ""}}
             await self.event(writer, {"choices": [role]})
+        sent: list[float] = []
+        self.timings[str(prompt).split(" ", 1)[0]] = {"received": started, "sent": sent}
         for index, text in enumerate(texts):
             deadline = started + (options.ttft_ms + index * options.itl_ms) / 1000.0
             await asyncio.sleep(max(0.0, deadline - time.perf_counter()))
@@ -122,6 +129,7 @@ class Server:
                 await self.event(writer, {"error": {"message": "injected stream error", "code": 500}})
                 break
             choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            sent.append(time.perf_counter())  # stamped just before the bytes are handed to the kernel
             await self.event(writer, {"choices": [choice]})
         completion_tokens = len(texts) * options.tokens_per_event
         self.tokens += completion_tokens

@@ -39,7 +39,7 @@ PATHS: dict[EndpointKind, str] = {"chat": "/v1/chat/completions", "completions":
 
 
 def make_prompt(rng: random.Random, length: int, index: int) -> str:
-    words = [f"{index}:"] + [rng.choice(WORDS) for _ in range(max(length - 1, 0))]
+    words = [f"{index}:", *rng.choices(WORDS, k=max(length - 1, 0))]
     return " ".join(words)
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from tools.base import ToolArgs
 from tools.bench.client import Connection, Endpoint, build_encoder, stream
-from tools.bench.load import run_level
+from tools.bench.load import IoEngine, run_level
 from tools.bench.prompts import PATHS, EndpointKind, PromptStyle, build_requests
 from tools.bench.spec import SpecAcceptance, acceptance, read_metrics
 from tools.bench.stats import LevelResult, summarize
@@ -38,6 +38,8 @@ class BenchParams(ToolArgs):
     warmup_requests: int = Field(default=1, ge=0, le=100)
     request_timeout_s: float = Field(default=600.0, gt=0)
     seed: int = 0
+    io_engine: IoEngine = Field(default="auto", description="Client I/O: 'auto' (epoll for plain HTTP on Linux, "
+                                "the leanest), 'epoll' or 'asyncio'")
 
     @field_validator("concurrency")
     @classmethod
@@ -93,7 +95,8 @@ async def run_sweep(params: BenchParams) -> BenchRun:
         before = await read_metrics(endpoint)
         outcomes, duration = await run_level(endpoint, requests, concurrency=concurrency,
                                              request_rate=params.request_rate,
-                                             timeout=params.request_timeout_s, seed=params.seed + number)
+                                             timeout=params.request_timeout_s, seed=params.seed + number,
+                                             engine=params.io_engine)
         spec = await acceptance(endpoint, before)
         level = summarize(outcomes, concurrency=concurrency, request_rate=params.request_rate,
                           duration_s=duration, expected_input_tokens=params.input_len)

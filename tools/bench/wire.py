@@ -7,8 +7,6 @@ without decoding. The benchmark client calls them straight from the transport ca
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 HEADER_END = b"\r\n\r\n"
 MAX_HEADER_BYTES = 64 * 1024
 
@@ -18,14 +16,13 @@ class WireError(Exception):
 
 
 class ResponseParser:
-    """Parses one response: status line, headers, then the body handed piecewise to ``on_body``.
+    """Parses one response: status line, headers, then the body, returned piecewise by :meth:`feed`.
 
     Body framing follows the headers: ``Transfer-Encoding: chunked``, ``Content-Length``, or
     (neither) everything up to the connection close. ``complete`` turns True at the end of the body.
     """
 
-    def __init__(self, on_body: Callable[[bytes], None]) -> None:
-        self.on_body = on_body
+    def __init__(self) -> None:
         self.status = 0
         self.reason = ""
         self.headers: dict[str, str] = {}
@@ -37,24 +34,23 @@ class ResponseParser:
         self._remaining = -1  # bytes left in a sized body or the current chunk; -1 = unknown
         self._pending = b""  # unparsed chunk framing
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> bytes:
+        """Consume ``data``; return the body bytes it completes (empty when none)."""
         if self.complete:
-            return
+            return b""
         if not self._in_body:
             data = self._feed_head(data)
             if not self._in_body:
-                return
+                return b""
         if self._chunked:
-            self._feed_chunked(data)
-        elif self._remaining >= 0:
+            return self._feed_chunked(data)
+        if self._remaining >= 0:
             piece = data[:self._remaining]
             self._remaining -= len(piece)
-            if piece:
-                self.on_body(piece)
             if self._remaining == 0:
                 self.complete = True
-        elif data:
-            self.on_body(data)
+            return piece
+        return data
 
     def feed_eof(self) -> None:
         """The connection closed: completes a read-to-close body, otherwise the response was cut short."""
@@ -97,10 +93,18 @@ class ResponseParser:
             self.keep_alive = False  # body ends at close
         return rest
 
-    def _feed_chunked(self, data: bytes) -> None:
+    def _feed_chunked(self, data: bytes) -> bytes:
+        """Unframe every complete chunk in ``data``; return their contents joined."""
         if self._pending:
             data = self._pending + data
             self._pending = b""
+        elif self._remaining < 0:  # the usual read: exactly one whole chunk
+            line_end = data.find(b"\r\n")
+            if line_end > 0 and b";" not in data[:line_end]:
+                size = int(data[:line_end], 16)
+                if size and len(data) == line_end + size + 4 and data.endswith(b"\r\n"):
+                    return data[line_end + 2:line_end + 2 + size]
+        pieces: list[bytes] = []
         position, size = 0, len(data)
         while position < size:
             if self._remaining > 0:
@@ -108,7 +112,7 @@ class ResponseParser:
                 piece = data[position:end]
                 self._remaining -= len(piece)
                 position += len(piece)
-                self.on_body(piece)
+                pieces.append(piece)
                 continue
             if self._remaining == 0:  # the CRLF closing a chunk's data
                 if size - position < 2:
@@ -123,13 +127,29 @@ class ResponseParser:
             position = line_end + 2
             if chunk_size == 0:
                 self.complete = True  # trailers, if any, are ignored
-                return
+                break
             self._remaining = chunk_size
-        self._pending = data[position:]
+        if not self.complete:
+            self._pending = data[position:]
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def data_payloads(complete: bytes) -> list[bytes]:
+    """The ``data:`` payload of each event in ``complete`` (whole events, ``\n`` line ends)."""
+    payloads = []
+    for event in complete.split(b"\n\n"):
+        if event.startswith(b"data:") and b"\n" not in event:
+            payloads.append(event[6:] if event[5:6] == b" " else event[5:])
+        elif event:
+            data_lines = [line[6:] if line[5:6] == b" " else line[5:]
+                          for line in event.split(b"\n") if line.startswith(b"data:")]
+            if data_lines:
+                payloads.append(b"\n".join(data_lines))
+    return payloads
 
 
 class SseSplitter:
-    """Cuts a byte stream into SSE events and returns the ``data:`` payload of each one.
+    """Cuts a byte stream into SSE events.
 
     Multi-line data fields are joined with ``\\n`` as the SSE spec says; comments, ``event:`` and
     ``id:`` fields are dropped. Both ``\\n\\n`` and ``\\r\\n\\r\\n`` end an event.
@@ -138,19 +158,22 @@ class SseSplitter:
     def __init__(self) -> None:
         self._buffer = b""
 
-    def feed(self, piece: bytes) -> list[bytes]:
+    def take_complete(self, piece: bytes) -> bytes:
+        """Add ``piece``; return every event completed so far (``\\n`` line ends), keep the rest.
+
+        A lone ``\\r`` at the end stays in the buffer, so a CRLF split across reads still joins up.
+        """
         buffer = self._buffer + piece if self._buffer else piece
         if b"\r" in buffer:
             buffer = buffer.replace(b"\r\n", b"\n")
-        events = buffer.split(b"\n\n")
-        self._buffer = events.pop()
-        payloads = []
-        for event in events:
-            if event.startswith(b"data:") and b"\n" not in event:
-                payloads.append(event[6:] if event[5:6] == b" " else event[5:])
-            elif event:
-                data_lines = [line[6:] if line[5:6] == b" " else line[5:]
-                              for line in event.split(b"\n") if line.startswith(b"data:")]
-                if data_lines:
-                    payloads.append(b"\n".join(data_lines))
-        return payloads
+        end = buffer.rfind(b"\n\n")
+        if end < 0:
+            self._buffer = buffer
+            return b""
+        self._buffer = buffer[end + 2:]
+        return buffer[:end]
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        """The ``data:`` payload of each event completed by ``piece``."""
+        complete = self.take_complete(piece)
+        return data_payloads(complete) if complete else []
