@@ -43,6 +43,17 @@ def test_kimi_sm120_with_eagle3_is_remedied_benchmarked_and_trains_a_drafter(sta
     assert "Baseline: single-stream" in state["summary"] and "Trained drafter" in state["summary"]
 
 
+def test_vllm_eagle3_drops_the_generic_drafter_for_a_trained_one(state_dir: Path) -> None:
+    result, state = run_scenario("vllm-eagle3", "serve kimi with eagle3 on vllm", state_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    progress = runbook_progress(state)
+    assert progress["engine"] == "vllm" and progress["chosen"] == "trained"
+    offshelf = next(record for record in state["benchmarks"] if record["label"] == "offshelf single-stream")
+    baseline = next(record for record in state["benchmarks"] if record["label"] == "baseline single-stream")
+    assert offshelf["metrics"]["levels"][0]["output_throughput"] < baseline["metrics"]["levels"][0]["output_throughput"]
+    assert offshelf["engine_config"]["speculative"]["algorithm"] == "EAGLE3"
+
+
 @pytest.mark.parametrize(("scenario", "expected_change"), [
     ("h100-healthy", None),
     ("oom", "mem_fraction"),
