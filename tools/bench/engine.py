@@ -100,9 +100,11 @@ class EpollLevel:
     def _dispatch(self) -> None:
         while self.ready and (self.idle or len(self.conns) < self.concurrency):
             index = self.ready.popleft()
-            if self.idle:
+            if self.idle and index not in self.retried:
                 self._send(self.idle.pop(), index)
                 continue
+            if len(self.conns) >= self.concurrency:  # a retry goes on a fresh connection: drop an idle one
+                self._close(self.idle[0])
             conn = _Conn(self.address, self.family)
             if conn.connect_failure is not None:
                 conn.sock.close()
