@@ -55,13 +55,14 @@ def build_host(state: ProjectState, state_dir: Path) -> Host:
     return LocalHost()
 
 
-def build_tool_settings(config: AgentConfig) -> ToolSettings:
+def build_tool_settings(config: AgentConfig, time_scale: float = 1.0) -> ToolSettings:
+    """Tool settings from the config; waiting thresholds follow the host's clock (see Host.time_scale)."""
     tools = config.tools
     roots = [Path.cwd(), *(Path(root).expanduser() for root in tools.allowed_write_roots)]
     return ToolSettings(engine_python=tools.engine_python or sys.executable, allowed_write_roots=roots,
                         output_cap_chars=tools.output_cap_chars,
-                        load_timeout_seconds=tools.load_timeout_seconds,
-                        hang_after_seconds=tools.hang_after_seconds)
+                        load_timeout_seconds=max(tools.load_timeout_seconds / time_scale, 30.0),
+                        hang_after_seconds=max(tools.hang_after_seconds / time_scale, 3.0))
 
 
 def build_policy(name: str, config: AgentConfig, progress: Progress) -> Policy:
@@ -106,8 +107,8 @@ def build_agent(state: ProjectState, store: StateStore, config: AgentConfig, pro
     host = host or build_host(state, store.state_dir)
     policy = build_policy(state.run.policy or "runbook", config, progress)
     context = ToolContext(state=state, state_dir=store.state_dir, host=host,
-                          settings=build_tool_settings(config), checkpoint=lambda: store.save(state),
-                          progress=progress)
+                          settings=build_tool_settings(config, host.time_scale),
+                          checkpoint=lambda: store.save(state), progress=progress)
     stuck = StuckDetector(repeat_limit=config.stuck.repeat_limit, idle_limit=config.stuck.idle_limit)
     return Agent(policy, registry or default_registry(), context, store, on_exit=on_exit, progress=progress,
                  stuck=stuck)
