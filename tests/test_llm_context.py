@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.llm_harness import ProviderName, agent_for, execute, make_policy, view
-from support.model_script import ModelTurn, RecordedRequest, ToolUse
+from support.model_responders import reading_loop
+from support.model_script import RecordedRequest
 from support.model_server import ModelServer
 
 from agent.actions import Finish, Observation, ToolCall
@@ -84,22 +84,6 @@ def test_the_state_document_in_the_prompt_is_bounded() -> None:
     assert "older findings are kept in the full state document" in text
 
 
-def scripted_run(steps: int) -> Callable[[RecordedRequest], ModelTurn]:
-    """A model that reads a ~2,700-character log every step, records a finding every tenth, then finishes."""
-
-    def next_turn(request: RecordedRequest) -> ModelTurn:
-        step = request.index
-        if step >= steps:
-            return ModelTurn(tool_calls=[ToolUse("finish", {"summary": f"finished after {step} steps"})])
-        calls = [ToolUse("emit", {"text": f"step {step} log line; ", "repeat": 120})]
-        if step % 10 == 0:
-            calls.append(ToolUse("update_state", {"findings": [{"summary": f"checkpoint {step}",
-                                                                "evidence": [f"step {step}"]}]}))
-        return ModelTurn(text=f"Step {step}: reading the log again.", tool_calls=calls)
-
-    return next_turn
-
-
 def assert_bounded_and_valid(requests: list[RecordedRequest], steps: int) -> None:
     assert all(request.answer == "turn" for request in requests)
     sizes = [request.raw_size for request in requests]
@@ -134,7 +118,7 @@ def test_a_long_run_through_the_loop_folds_into_findings_with_a_bounded_prompt(t
     state = ProjectState(goal="keep reading logs")
     state.limits.max_steps = steps + 10
     store.save(state)
-    with ModelServer(responder=scripted_run(steps)) as server:
+    with ModelServer(responder=reading_loop(steps)) as server:
         policy = make_policy(server, "anthropic", False, context=SMALL)
         event = agent_for(policy, store, state).run()
         policy.close()
@@ -163,7 +147,7 @@ HEAVY = [pytest.mark.heavy,
 def test_prompt_size_stays_bounded_however_long_the_run(provider: ProviderName, stream: bool, steps: int,
                                                         tmp_path: Path) -> None:
     state = ProjectState(goal="keep reading logs")
-    with ModelServer(responder=scripted_run(steps)) as server:
+    with ModelServer(responder=reading_loop(steps)) as server:
         policy = make_policy(server, provider, stream, context=SMALL)
         finish = drive(policy, state, tmp_path, steps + 5)
         policy.close()

@@ -188,3 +188,16 @@ def test_empty_and_repeated_call_ids_are_replaced_by_unique_ones(tmp_path: Path)
         policy.close()
     assert len(seen) == 4 and len(set(seen)) == 4 and all(seen)
     assert server.rejections == []
+
+
+@pytest.mark.parametrize(("provider", "stop_reason"), [("anthropic", "refusal"), ("openai", "content_filter")])
+def test_a_refusal_stops_the_run_with_a_question(provider: ProviderName, stop_reason: str,
+                                                 tmp_path: Path) -> None:
+    with ModelServer([ModelTurn(text="I can't help with that.", stop_reason=stop_reason)]) as server:
+        policy = make_policy(server, provider, True)
+        decision = policy.decide(view(ProjectState(goal="g"), tmp_path))
+        policy.close()
+    [ask] = decision.actions
+    assert isinstance(ask, Ask) and ask.question_kind == "model_refusal" and stop_reason in ask.question
+    assert ask.evidence == ["model said: I can't help with that."]
+    assert decision.usage.model_calls == 1

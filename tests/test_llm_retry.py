@@ -12,14 +12,16 @@ from support.llm_harness import (
     TEST_KEYS,
     ProviderName,
     SleepRecorder,
+    execute,
     llm_section,
     make_policy,
     view,
 )
+from support.model_responders import reading_loop, with_random_faults
 from support.model_script import Fault, ModelTurn, ToolUse
 from support.model_server import ModelServer
 
-from agent.actions import Ask, ToolCall
+from agent.actions import Ask, Observation, ToolCall
 from agent.policies.llm import build_llm_policy
 from agent.state import ProjectState
 
@@ -129,3 +131,29 @@ def test_the_operator_sees_each_retry(tmp_path: Path) -> None:
         policy.decide(view(ProjectState(goal="g"), tmp_path))
         policy.close()
     assert len(seen) == 1 and seen[0][0] == 1 and "529" in seen[0][2]
+
+
+def test_a_soak_with_thirty_percent_faults_never_crashes_and_loses_no_turn(tmp_path: Path) -> None:
+    steps = 40
+    state = ProjectState(goal="read logs through a flaky API")
+    with ModelServer(responder=with_random_faults(reading_loop(steps, output_chars=200), 0.3, seed=7)) as server:
+        policy = make_policy(server, "anthropic", True, sleep=SleepRecorder(), retry={"max_attempts": 3})
+        observations: list[Observation] = []
+        asked = 0
+        for _ in range(steps * 2):
+            decision = policy.decide(view(state, tmp_path, observations=observations))
+            if any(isinstance(action, Ask) for action in decision.actions):
+                asked += 1  # retries ran out: the run would stop here and resume later
+                observations = []
+                continue
+            calls = [action for action in decision.actions if isinstance(action, ToolCall)]
+            if not calls:
+                break
+            observations = execute(calls, state, tmp_path)
+            state.step += 1
+        policy.close()
+    faults = [request for request in server.requests if request.answer.startswith("fault:")]
+    assert 0.15 * len(server.requests) <= len(faults) <= 0.45 * len(server.requests)
+    assert state.step == steps and server.rejections == []
+    assert len(server.answered()) == steps + 1  # every scripted turn was delivered exactly once
+    assert asked <= 3

@@ -152,10 +152,14 @@ class AnthropicCache:
         chars = 0
         breakpoints: list[tuple[str, int]] = []  # (prefix digest, prefix characters) at each breakpoint
         for segment in segments:
-            text = json.dumps(segment)
+            marked = isinstance(segment, dict) and "cache_control" in segment
+            # Where the breakpoints sit is not part of the cached content: a prefix written at one
+            # request's last breakpoint is found again when the next request moves its breakpoints on.
+            text = json.dumps({key: value for key, value in segment.items() if key != "cache_control"}
+                              if marked else segment)
             chars += len(text)
             digest.update(text.encode())
-            if isinstance(segment, dict) and "cache_control" in segment:
+            if marked:
                 breakpoints.append((digest.hexdigest(), chars))
         total = max(1, chars // CHARS_PER_TOKEN)
         read = max((size for key, size in breakpoints if key in self.written), default=0) // CHARS_PER_TOKEN

@@ -28,7 +28,7 @@ from agent.policies.llm.settings import LlmSettings
 from agent.policies.llm.state_view import render_state_document
 from agent.policies.llm.transcript import Transcript, TranscriptMark
 from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRecord, UserTurn, paired_results
-from agent.policies.llm.unavailable import unavailable_ask
+from agent.policies.llm.unavailable import REFUSALS, refusal_ask, unavailable_ask
 from agent.policies.llm.user_turn import build_user_turn
 from prompts import load_prompt
 
@@ -76,6 +76,10 @@ class LlmPolicy:
         assistant = AssistantTurn(step=view.state.step, text=reply.text,
                                   calls=_unique_ids(reply.calls, known))
         self._append(transcript, assistant)
+        if not reply.calls and reply.stop_reason in REFUSALS:
+            self._commit(transcript, view)
+            return Decision(thought=reply.text, actions=[refusal_ask(reply, self.provider.name)],
+                            usage=self._usage(reply))
         actions, own_results, notes = self._actions(assistant)
         if reply.stop_reason in ("max_tokens", "length"):
             notes.append(CUT_OFF)

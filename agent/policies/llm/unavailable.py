@@ -1,11 +1,14 @@
-"""The question the run stops on when the model API cannot be used (after retries, or refused outright)."""
+"""The questions the run stops on when the model cannot be used: the API failed (after retries, or
+refused the request outright), or the model declined to continue."""
 
 from __future__ import annotations
 
 from agent.actions import Ask
-from agent.policies.llm.reply import ModelUnavailable
+from agent.policies.llm.reply import ModelReply, ModelUnavailable
 
 MAX_EVIDENCE_LINES = 10
+# Stop reasons meaning the model would not answer (Anthropic: refusal; OpenAI: content_filter).
+REFUSALS = ("refusal", "content_filter")
 
 
 def _hypothesis(failure: ModelUnavailable, provider: str) -> str:
@@ -39,3 +42,16 @@ def unavailable_ask(failure: ModelUnavailable, provider: str, model: str, base_u
                  "change the provider, model or base URL in the configuration, then resume", "stop the run"],
         hypothesis=_hypothesis(failure, provider),
         question_kind="model_unavailable")
+
+
+def refusal_ask(reply: ModelReply, provider: str) -> Ask:
+    said = " ".join(reply.text.split())[:500]
+    return Ask(
+        question=(f"The {provider} model declined to continue (stop reason: {reply.stop_reason}). "
+                  "How should I proceed?"),
+        context="A refusal is not retried: asking again with the same conversation gets the same answer.",
+        evidence=[f"model said: {said}"] if said else [],
+        options=["rephrase the goal or answer with guidance, then resume", "switch model, then resume",
+                 "stop the run"],
+        hypothesis="Something in the goal, a tool output or a log excerpt tripped the provider's safety filter.",
+        question_kind="model_refusal")
