@@ -35,6 +35,7 @@ def settings_in(answer: str) -> dict[str, dict[str, Any]]:
 def apply_answer(state: ProjectState, progress: RunbookProgress, answer: str) -> None:
     """Record the answer, apply any settings in it, and let the run go past the question asked."""
     asked = progress.blocked_on or "question"
+    own_question = progress.blocked_on is not None  # a budget question is the loop's, not the runbook's
     new_config, changes = apply_remedy(progress.base_config, settings_in(answer))
     if changes:
         progress.base_config = new_config
@@ -48,5 +49,5 @@ def apply_answer(state: ProjectState, progress: RunbookProgress, answer: str) ->
     progress.attempts_forgiven = len(progress.attempts)
     if asked == "training_setup" and re.search(r"\b(keep|stop|baseline|skip)\b", answer.lower()):
         progress.purpose, progress.phase = "trained", "advance"  # no training: keep the best measured config
-    elif progress.phase in ("verify", "bench"):
+    elif own_question and progress.phase in ("verify", "bench"):
         progress.phase = "launch"  # e.g. garbled output: relaunch with the new settings
