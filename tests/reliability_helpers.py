@@ -1,0 +1,375 @@
+"""Helpers for the reliability suite: a kill-and-resume driver for the real CLI, a watcher that counts
+the simulated engines alive at any moment, and the invariants every saved state must keep.
+
+Nothing here reaches into the agent: it runs ``python -m agent`` as a child process, SIGKILLs it, and
+judges only what is on disk (``latest.json``, ``journal.jsonl``) and what runs on the machine (psutil).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+from spine_helpers import REPO_ROOT, agent_environment, journal_records
+
+from agent.state import ProjectState
+from agent.store import read_state
+
+EXIT_DONE, EXIT_BLOCKED = 0, 3
+ENGINE_MODULE = "tools.sim.engine"
+
+
+def heavy() -> bool:
+    """Heavier counts run only when asked: ``OPSLOOP_HEAVY=1``."""
+    return os.environ.get("OPSLOOP_HEAVY") == "1"
+
+
+# -- processes ------------------------------------------------------------------------------------------
+
+Identity = tuple[int, float]  # (pid, create_time), as the state records a process
+
+
+def engine_identities(state_dir: Path) -> dict[Identity, Identity | None]:
+    """Live simulated engines of this state directory: engine -> its supervisor (the recorded process)."""
+    marker = str(state_dir)
+    found: dict[Identity, Identity | None] = {}
+    for process in psutil.process_iter(["pid", "cmdline", "create_time", "status"]):
+        info = process.info
+        command = info.get("cmdline") or []
+        if (len(command) < 3 or command[1:3] != ["-m", ENGINE_MODULE] or info.get("status") == psutil.STATUS_ZOMBIE
+                or not any(marker in part for part in command)):
+            continue
+        try:
+            parent = process.parent()
+            supervisor = (parent.pid, parent.create_time()) if parent is not None else None
+        except psutil.Error:
+            supervisor = None
+        found[(info["pid"], info["create_time"])] = supervisor
+    return found
+
+
+def same_process(recorded: Identity, seen: Identity | None) -> bool:
+    return seen is not None and recorded[0] == seen[0] and abs(recorded[1] - seen[1]) < 1e-3
+
+
+class EngineWatcher:
+    """Samples the engines alive for one state directory; remembers the most alive at one moment."""
+
+    def __init__(self, state_dir: Path, interval: float = 0.02) -> None:
+        self.state_dir, self.interval = state_dir, interval
+        self.most_alive = 0
+        self.crowded: list[list[Identity]] = []  # samples with more than one engine alive
+        self.seen: dict[Identity, Identity | None] = {}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="engine-watcher", daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            alive = engine_identities(self.state_dir)
+            self.samples += 1
+            self.seen.update(alive)
+            self.most_alive = max(self.most_alive, len(alive))
+            if len(alive) > 1:
+                self.crowded.append(sorted(alive))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> EngineWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def kill_state_processes(state_dir: Path) -> None:
+    """SIGKILL every process group this state directory's runs started (engines outlive the agent)."""
+    path = state_dir / "latest.json"
+    records = json.loads(path.read_text(encoding="utf-8")).get("processes", []) if path.exists() else []
+    identities = [(record["pid"], record["create_time"]) for record in records]
+    identities += [supervisor for supervisor in engine_identities(state_dir).values() if supervisor]
+    for pid, create_time in identities:
+        try:
+            if abs(psutil.Process(pid).create_time() - create_time) < 1e-3:
+                os.killpg(pid, signal.SIGKILL)
+        except (psutil.Error, ProcessLookupError, PermissionError):
+            continue
+
+
+# -- the state and the journal, as a human would read them -----------------------------------------------
+
+@dataclass
+class Snapshot:
+    """What one look at the state directory showed, reduced to what must never go backwards."""
+
+    step: int
+    status: str
+    findings: list[str]
+    processes: list[tuple[str, int]]
+    benchmarks: list[str]
+    answers: dict[str, str]
+    questions: list[str]
+
+    @classmethod
+    def of(cls, state: ProjectState) -> Snapshot:
+        return cls(step=state.step, status=state.status, findings=[item.summary for item in state.findings],
+                   processes=[(record.name, record.pid) for record in state.processes],
+                   benchmarks=[record.id for record in state.benchmarks],
+                   answers={item.id: item.answer for item in state.questions if item.answer is not None},
+                   questions=[item.id for item in state.questions])
+
+
+def is_prefix(before: list[Any], after: list[Any]) -> bool:
+    return after[: len(before)] == before
+
+
+def lost_since(before: Snapshot, after: Snapshot) -> list[str]:
+    """What ``after`` no longer has of ``before``: committed work must only ever grow."""
+    problems = []
+    if after.step < before.step:
+        problems.append(f"step went back from {before.step} to {after.step}")
+    for name in ("findings", "processes", "benchmarks", "questions"):
+        if not is_prefix(getattr(before, name), getattr(after, name)):
+            problems.append(f"{name} lost or rewritten: {getattr(before, name)} -> {getattr(after, name)}")
+    for question, answer in before.answers.items():
+        if after.answers.get(question) != answer:
+            problems.append(f"answer to {question} lost: {answer!r} -> {after.answers.get(question)!r}")
+    return problems
+
+
+def journal_disagreements(state: ProjectState, records: list[dict[str, Any]]) -> list[str]:
+    """Where the journal claims something the state does not hold. The loop saves the state before it
+    journals a result or an answer, so at every instant the journal must be covered by the state."""
+    problems = []
+    pending = state.loop.pending
+    for entry in records:
+        kind, step = entry.get("kind"), entry.get("step")
+        if kind == "decision" and isinstance(step, int) and step > state.step:
+            problems.append(f"journal has a decision for step {step}, the state is at step {state.step}")
+        if kind == "result" and isinstance(step, int) and not entry.get("recovered"):
+            in_pending = pending is not None and pending.step == step and entry.get("call_id") in pending.results
+            if step > state.step or (step == state.step and not in_pending):
+                problems.append(f"journal has the result of {entry.get('call_id')} (step {step}) but the state "
+                                f"does not (state step {state.step})")
+        if kind == "answer":
+            answered = {item.id: item.answer for item in state.questions}
+            if answered.get(str(entry.get("question_id"))) != entry.get("answer"):
+                problems.append(f"journal has answer {entry.get('answer')!r} to {entry.get('question_id')}, "
+                                f"the state has {answered.get(str(entry.get('question_id')))!r}")
+    return problems
+
+
+def orphan_engines(state: ProjectState, state_dir: Path) -> list[str]:
+    """Engines alive on the machine that the state does not record as live: the agent lost track."""
+    live = [(record.pid, record.create_time) for record in state.processes
+            if record.kind == "engine" and record.state not in ("exited", "stopped")]
+    recorded = [(record.pid, record.create_time) for record in state.processes]
+    problems = []
+    for engine, supervisor in engine_identities(state_dir).items():
+        if not any(same_process(identity, supervisor) for identity in recorded):
+            problems.append(f"engine pid {engine[0]} (supervisor {supervisor}) is not in the state at all")
+        elif not any(same_process(identity, supervisor) for identity in live):
+            problems.append(f"engine pid {engine[0]} is alive but its record says it ended")
+    return problems
+
+
+# -- the kill-and-resume driver -----------------------------------------------------------------------------
+
+@dataclass
+class Cycle:
+    command: list[str]
+    killed: bool
+    exit_code: int | None
+    seconds: float
+
+
+class JournalFollower:
+    """Counts journal records by kind as they are appended, reading only the new bytes each time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+        self.counts: dict[str, int] = {}
+        self.last: dict[str, Any] = {}
+
+    def poll(self) -> dict[str, int]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return self.counts
+        whole = data[: data.rfind(b"\n") + 1]
+        self.offset += len(whole)
+        for line in whole.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and not entry.get("recovered"):
+                kind = str(entry.get("kind"))
+                self.counts[kind] = self.counts.get(kind, 0) + 1
+                self.last = entry
+        return self.counts
+
+    def site(self) -> str:
+        """What the agent was doing, judged from the last journal record: where a kill lands."""
+        kind = self.last.get("kind")
+        if kind == "intent":
+            return f"inside {self.last.get('tool')}"
+        if kind == "result":
+            return f"after {self.last.get('tool')}"
+        return {"decision": "after a decision", "start": "starting or recovering"}.get(str(kind), "before the start")
+
+
+@dataclass
+class CrashChain:
+    """Start a run, SIGKILL it at a random moment, resume, kill again... until the run is done.
+
+    Kill moments are drawn from ``rng``: a random delay after the agent starts working (its ``start``
+    record), so kills land in recovery, decisions, saves and inside tool calls. When two cycles in a
+    row committed no new tool result, the next one waits for a fresh result first, so the run always
+    moves forward. Budget questions (from ``--max-steps``) are answered with ``agent ask --answer`` or
+    ``agent resume --answer``, chosen at random; those commands are killed too.
+    """
+
+    state_dir: Path
+    log_dir: Path
+    run_arguments: list[str]
+    rng: random.Random
+    kills_wanted: int
+    delay_range: tuple[float, float] = (0.0, 1.5)
+    answer: str = "extend 4"
+    cycle_timeout: float = 180.0
+    cycles: list[Cycle] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    answers_given: dict[str, str] = field(default_factory=dict)
+    sites: dict[str, int] = field(default_factory=dict)  # where the kills landed
+    kills: int = 0
+    _stalled: int = 0
+
+    def _command(self) -> list[str]:
+        latest = self.state_dir / "latest.json"
+        if not latest.exists():
+            return ["run", *self.run_arguments, "--state-dir", str(self.state_dir)]
+        state = read_state(latest)
+        if state.pending_questions():
+            if self.rng.random() < 0.5:
+                return ["ask", "--answer", self.answer, "--state-dir", str(self.state_dir)]
+            return ["resume", str(latest), "--answer", self.answer]
+        return ["resume", str(latest)]
+
+    def cycle(self) -> Cycle:
+        """One command, killed at a random moment unless it ends first; then check the invariants."""
+        command = self._command()
+        journal = JournalFollower(self.state_dir / "journal.jsonl")
+        before = dict(journal.poll())
+        killed, started = False, time.monotonic()
+        with open(self.log_dir / f"cycle-{len(self.cycles):04d}.log", "w") as log:
+            process = subprocess.Popen([sys.executable, "-m", "agent", *command], stdout=log, stderr=log,
+                                       env=agent_environment(), cwd=REPO_ROOT)
+            try:
+                killed = self._watch(process, command[0], journal, before)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                process.wait(timeout=30)
+        cycle = Cycle(command=command, killed=killed, exit_code=process.returncode,
+                      seconds=time.monotonic() - started)
+        self.cycles.append(cycle)
+        new_results = journal.poll().get("result", 0) > before.get("result", 0)
+        self._stalled = 0 if new_results else self._stalled + 1
+        self._check(cycle)
+        return cycle
+
+    def _watch(self, process: subprocess.Popen[bytes], name: str, journal: JournalFollower,
+               before: dict[str, int]) -> bool:
+        """Wait for the process, killing it at the drawn moment; True when it was killed."""
+        may_kill = self.kills < self.kills_wanted
+        wait_for_result = self._stalled >= 2
+        delay = self.rng.uniform(0.0, 0.3) if wait_for_result else self.rng.uniform(*self.delay_range)
+        started = time.monotonic()
+        armed_at = started if name == "ask" else None  # `ask` writes no start record
+        while process.poll() is None:
+            now = time.monotonic()
+            if now - started > self.cycle_timeout:
+                self.problems.append(f"{name} did not finish within {self.cycle_timeout} s")
+                return False
+            if may_kill and armed_at is None:
+                counts = journal.poll()
+                trigger = "result" if wait_for_result else "start"
+                if counts.get(trigger, 0) > before.get(trigger, 0):
+                    armed_at = now
+            if armed_at is not None and may_kill and now - armed_at >= delay:
+                journal.poll()
+                process.send_signal(signal.SIGKILL)
+                site = journal.site()
+                self.sites[site] = self.sites.get(site, 0) + 1
+                self.kills += 1
+                return True
+            time.sleep(0.005)
+        return False
+
+    def _check(self, cycle: Cycle) -> None:
+        where = f"after cycle {len(self.cycles)} ({' '.join(cycle.command[:1])}, killed={cycle.killed})"
+        latest = self.state_dir / "latest.json"
+        if not latest.exists():
+            if journal_records(self.state_dir):
+                self.problems.append(f"{where}: a journal but no latest.json")
+            return
+        try:
+            state = read_state(latest)
+        except ValueError as error:
+            self.problems.append(f"{where}: latest.json is not loadable: {error}")
+            return
+        if cycle.command[0] == "ask" and cycle.exit_code == 0:
+            self.answers_given.update({item.id: item.answer for item in state.questions if item.answer})
+        snapshot = Snapshot.of(state)
+        if self.snapshots:
+            self.problems += [f"{where}: {problem}" for problem in lost_since(self.snapshots[-1], snapshot)]
+        for question, answer in self.answers_given.items():
+            if snapshot.answers.get(question) != answer:
+                self.problems.append(f"{where}: the acknowledged answer to {question} is gone")
+        self.snapshots.append(snapshot)
+        self.problems += [f"{where}: {problem}"
+                          for problem in journal_disagreements(state, journal_records(self.state_dir))]
+        if cycle.killed or cycle.exit_code in (EXIT_DONE, EXIT_BLOCKED):
+            self.problems += [f"{where}: {problem}" for problem in orphan_engines(state, self.state_dir)]
+        if not cycle.killed and cycle.exit_code not in (EXIT_DONE, EXIT_BLOCKED):
+            self.problems.append(f"{where}: exit code {cycle.exit_code}")
+
+    def run_to_done(self, max_cycles: int = 400) -> ProjectState:
+        """Cycle until a command ends the run with exit 0 (``done``) and no more kills are wanted."""
+        for _ in range(max_cycles):
+            cycle = self.cycle()
+            if self.problems:
+                break
+            if cycle.exit_code == EXIT_DONE and cycle.command[0] != "ask" and not cycle.killed:
+                break
+        return read_state(self.state_dir / "latest.json")
+
+
+def call_journal_problems(records: list[dict[str, Any]]) -> list[str]:
+    """After a finished run: every started call has exactly one result, and no call started twice."""
+    intents = [entry["call_id"] for entry in records if entry.get("kind") == "intent"]
+    results = [entry["call_id"] for entry in records if entry.get("kind") == "result"]
+    problems = []
+    if len(intents) != len(set(intents)):
+        problems.append(f"calls started twice: {sorted({item for item in intents if intents.count(item) > 1})}")
+    if len(results) != len(set(results)):
+        problems.append(f"calls with two results: {sorted({item for item in results if results.count(item) > 1})}")
+    missing = set(intents) - set(results)
+    if missing:
+        problems.append(f"calls without a result: {sorted(missing)}")
+    return problems
