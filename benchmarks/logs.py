@@ -121,7 +121,7 @@ def measure_file(path: Path, size: int, registry: ToolRegistry, context: ToolCon
     result = registry.execute("diagnose_log", {"path": str(path)}, context)
     output = result.output or {}
     diagnose = median_seconds(lambda: registry.execute("diagnose_log", {"path": str(path)}, context),
-                              max(1, repeats // 10))
+                              max(3, repeats // 3))
     started = time.perf_counter()
     grep = run_quiet(grep_command(patterns, path))
     grep_seconds = time.perf_counter() - started
