@@ -8,6 +8,7 @@ so the agent never signals a process it did not start, even when the PID has bee
 from __future__ import annotations
 
 import datetime as dt
+import json
 import signal
 import time
 from pathlib import Path
@@ -21,6 +22,9 @@ from tools.base import ToolContext, ToolError
 from tools.host.base import Host, ProcessStatus
 
 LIVE_STATES = frozenset({"starting", "loading", "ready", "running", "hung", "unknown"})
+# Every spawned process carries its run, name, kind and log here, so that a resume can adopt one the agent
+# was killed too early to record (between spawning it and saving the state).
+SPAWN_MARKER = "OPSLOOP_SPAWNED"
 DEFAULT_STOP_GRACE_SECONDS = 30.0
 KILL_WAIT_SECONDS = 10.0
 
@@ -74,7 +78,8 @@ def start_process(context: ToolContext, *, name: str, argv: list[str], env: dict
     environment = dict(env or {})
     log_path = context.logs_dir / _log_name(name, context.state.step)
     host_argv = context.host.translate(list(argv))
-    spawned = context.host.spawn(host_argv, env=environment, log_path=log_path, cwd=cwd)
+    mark = json.dumps({"run": context.state.run_id, "name": name, "kind": kind, "log": str(log_path), "port": port})
+    spawned = context.host.spawn(host_argv, env={**environment, SPAWN_MARKER: mark}, log_path=log_path, cwd=cwd)
     record = ProcessRecord(name=name, pid=spawned.pid, create_time=spawned.create_time,
                            argv=[redact_text(part) for part in argv], env=redact_env(environment),
                            log_path=str(log_path), port=port, kind=kind,
@@ -138,9 +143,10 @@ def stop_process(record: ProcessRecord, host: Host, *, grace_seconds: float = DE
 def reconcile_processes(state: ProjectState, host: Host) -> list[str]:
     """On resume: re-adopt live records whose (pid, create_time) still match; mark the rest exited.
 
-    Returns one human-readable line per live record examined. Nothing is signalled here.
+    Returns one human-readable line per live record examined. Nothing is signalled here. Processes this
+    run spawned but never recorded (see ``SPAWN_MARKER``) are adopted with state ``unknown``.
     """
-    notes: list[str] = []
+    notes = _adopt_unrecorded(state, host)
     for record in state.processes:
         if not is_live(record):
             continue
@@ -156,4 +162,26 @@ def reconcile_processes(state: ProjectState, host: Host) -> list[str]:
         else:
             code = "unknown exit code" if status.exit_code is None else f"exit code {status.exit_code}"
             notes.append(f"{record.name} (pid {record.pid}): exited while the agent was away ({code})")
+    return notes
+
+
+def _adopt_unrecorded(state: ProjectState, host: Host) -> list[str]:
+    notes = []
+    for found in host.find_marked(SPAWN_MARKER):
+        try:
+            mark = json.loads(found.value)
+        except ValueError:
+            continue
+        if not isinstance(mark, dict) or mark.get("run") != state.run_id or any(
+                record.pid == found.pid and abs(record.create_time - found.create_time) < 1e-3
+                for record in state.processes):
+            continue
+        port = mark.get("port")
+        record = ProcessRecord(name=str(mark.get("name")), pid=found.pid, create_time=found.create_time,
+                               argv=[redact_text(part) for part in found.argv], log_path=str(mark.get("log", "")),
+                               port=port if isinstance(port, int) else None, kind=str(mark.get("kind", "process")),
+                               state="unknown")
+        state.processes.append(record)
+        notes.append(f"{record.name} (pid {record.pid}): started just before the agent stopped, never recorded; "
+                     "adopted")
     return notes

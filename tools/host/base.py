@@ -30,6 +30,15 @@ class SpawnedProcess(BaseModel):
     create_time: float
 
 
+class MarkedProcess(BaseModel):
+    """A live process-group leader that carries a marker variable in its environment."""
+
+    pid: int
+    create_time: float
+    value: str  # the marker variable's value
+    argv: list[str] = Field(default_factory=list)
+
+
 class ProcessStatus(BaseModel):
     """A snapshot of a managed process. ``alive`` is False when (pid, create_time) no longer match."""
 
@@ -86,6 +95,11 @@ class Host(ABC):
     @abstractmethod
     def gpu_memory_used_mib(self) -> list[int] | None:
         """Current memory use per GPU, or None when it cannot be read (used to tell loading from hung)."""
+
+    def find_marked(self, variable: str) -> list[MarkedProcess]:
+        """Live process-group leaders whose environment holds ``variable``: processes the agent spawned but
+        may not have recorded (it was killed right after spawning). Hosts that cannot tell return []."""
+        return []
 
     @property
     def time_scale(self) -> float:

@@ -27,7 +27,7 @@ from typing import IO
 import psutil
 
 from tools.host import nvml, supervise
-from tools.host.base import CommandResult, GpuProbe, Host, ProcessStatus, SpawnedProcess
+from tools.host.base import CommandResult, GpuProbe, Host, MarkedProcess, ProcessStatus, SpawnedProcess
 
 CREATE_TIME_TOLERANCE = 1e-3  # psutil derives create_time from clock ticks; the same process reads the same
 
@@ -207,6 +207,20 @@ class LocalHost(Host):
         except (ProcessLookupError, PermissionError):
             return False
         return True
+
+    def find_marked(self, variable: str) -> list[MarkedProcess]:
+        found = []
+        for process in psutil.process_iter(["pid", "create_time", "cmdline"]):
+            try:
+                if os.getsid(process.pid) != process.pid or _is_zombie(process):
+                    continue  # spawned processes lead their own session; their children inherit the marker
+                value = process.environ().get(variable)
+            except (psutil.Error, OSError):
+                continue
+            if value is not None:
+                found.append(MarkedProcess(pid=process.pid, create_time=process.info["create_time"], value=value,
+                                           argv=process.info["cmdline"] or []))
+        return found
 
     # -- GPUs ----------------------------------------------------------------------------------------
 
