@@ -6,12 +6,21 @@ Each test reproduces the failure deterministically through the same boundary the
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from reliability_helpers import kill_state_processes
-from spine_helpers import journal_records, run_agent
+from spine_helpers import agent_environment, journal_records, run_agent
+
+from agent.state import ProjectState
+from agent.store import read_state
+from tools.host.local import LocalHost
+from tools.processes import SPAWN_MARKER, reconcile_processes, stop_process
 
 
 @pytest.fixture
@@ -40,3 +49,64 @@ def test_answering_a_budget_question_does_not_relaunch_a_verified_engine(state_d
     assert len(launches) == 1, "the engine was launched again after the budget answer"
     assert [attempt["process"] for attempt in after["loop"]["policy_state"]["runbook"]["attempts"]] == ["engine-1"]
     assert [record["label"] for record in after["benchmarks"]] == ["baseline single-stream", "baseline peak"]
+
+
+# Saves a state, then starts a sleeper through start_process with a checkpoint that SIGKILLs this very
+# process: the agent dies exactly between spawning a process and recording it.
+_DIE_BEFORE_RECORDING = """
+import os, signal, sys
+from pathlib import Path
+from agent.state import ProjectState
+from agent.store import StateStore
+from tools.base import ToolContext, ToolSettings
+from tools.host.local import LocalHost
+from tools.processes import start_process
+
+state_dir, sleeper = Path(sys.argv[1]), sys.argv[2]
+state = ProjectState(goal="spawn, then die before saving", run_id=sys.argv[3])
+StateStore(state_dir).save(state)
+context = ToolContext(state=state, state_dir=state_dir, host=LocalHost(exit_dir=state_dir / "exits"),
+                      settings=ToolSettings(engine_python=sys.executable),
+                      checkpoint=lambda: os.kill(os.getpid(), signal.SIGKILL))
+start_process(context, name="engine-1", argv=[sys.executable, sleeper, "orphan"], kind="engine", port=30000)
+"""
+
+
+def _die_before_recording(state_dir: Path, run_id: str) -> None:
+    sleeper = Path(__file__).parent / "fake_processes" / "sleeper.py"
+    died = subprocess.run([sys.executable, "-c", _DIE_BEFORE_RECORDING, str(state_dir), str(sleeper), run_id],
+                          env=agent_environment(), capture_output=True, text=True, timeout=60, check=False)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+
+
+def test_a_process_spawned_just_before_a_kill_is_adopted_on_resume_and_can_be_stopped(tmp_path: Path) -> None:
+    """Found by the kill-and-resume chain: a SIGKILL between spawning an engine and saving the state left
+    the engine running unrecorded; the resumed run launched a second engine beside it."""
+    state_dir = tmp_path / "state"
+    _die_before_recording(state_dir, "run-ours")
+    saved = read_state(state_dir / "latest.json")
+    assert saved.processes == [], "the kill came before the record was saved"
+    host = LocalHost(exit_dir=state_dir / "exits")
+    try:
+        notes = reconcile_processes(saved, host)
+        [record] = saved.processes
+        assert (record.name, record.kind, record.port, record.state) == ("engine-1", "engine", 30000, "unknown")
+        assert any("never recorded; adopted" in note for note in notes)
+        assert host.status(record.pid, record.create_time).alive
+        outcome = stop_process(record, host, grace_seconds=5)
+        assert outcome.stopped and outcome.sent_sigterm
+    finally:
+        kill_state_processes(state_dir)
+
+
+def test_a_marked_process_of_another_run_is_not_adopted(tmp_path: Path) -> None:
+    other_dir, state_dir = tmp_path / "other", tmp_path / "state"
+    _die_before_recording(other_dir, "run-theirs")
+    try:
+        state = ProjectState(goal="mine", run_id="run-ours")
+        reconcile_processes(state, LocalHost(exit_dir=state_dir / "exits"))
+        assert state.processes == []
+    finally:
+        for found in LocalHost().find_marked(SPAWN_MARKER):
+            if '"run-theirs"' in found.value:
+                os.killpg(found.pid, signal.SIGKILL)
