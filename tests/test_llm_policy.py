@@ -171,22 +171,25 @@ def test_anthropic_cache_writes_and_reads_are_priced_apart(tmp_path: Path) -> No
 
 
 def test_empty_and_repeated_call_ids_are_replaced_by_unique_ones(tmp_path: Path) -> None:
+    """Some OpenAI-compatible servers send no ids, or the same ids on every turn."""
     script = [ModelTurn(tool_calls=[ToolUse("emit", {"text": "a"}, id=""), ToolUse("emit", {"text": "b"}, id="")]),
               ModelTurn(tool_calls=[ToolUse("emit", {"text": "c"}, id="call_1"),
                                     ToolUse("emit", {"text": "d"}, id="call_1")]),
+              ModelTurn(tool_calls=[ToolUse("emit", {"text": "e"}, id="call_1")]),
               ModelTurn(tool_calls=[ToolUse("finish", {"summary": "s"})])]
     state = ProjectState(goal="g")
     seen: list[str] = []
     with ModelServer(script) as server:
         policy = make_policy(server, "openai", False)
         observations: list[Observation] = []
-        for _ in range(3):
+        for _ in range(4):
             decision = policy.decide(view(state, tmp_path, observations=observations))
             calls = [action for action in decision.actions if isinstance(action, ToolCall)]
             seen += [call.id for call in calls]
             observations = execute(calls, state, tmp_path)
         policy.close()
-    assert len(seen) == 4 and len(set(seen)) == 4 and all(seen)
+    assert len(seen) == 5 and len(set(seen)) == 5 and all(seen)
+    assert seen[2] == "call_1"  # a fresh id is kept as the server sent it
     assert server.rejections == []
 
 

@@ -122,3 +122,19 @@ def test_openai_cached_prompt_tokens_are_counted(stream: bool) -> None:
         model.close()
     assert first.tokens.cache_read_tokens == 0
     assert 1024 <= second.tokens.cache_read_tokens <= second.tokens.input_tokens
+
+
+def test_output_limits_sent_by_default_and_when_configured() -> None:
+    keys = {"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"}
+    with ModelServer([ModelTurn(text="a")] * 4) as server:
+        for provider, base_url in (("anthropic", server.anthropic_base_url), ("openai", server.openai_base_url)):
+            for limit in (None, 2_000):
+                model = make_provider(LlmSettings(provider=provider, base_url=base_url, max_output_tokens=limit),
+                                      environ=keys)
+                model.complete(first_request())
+                model.close()
+        anthropic_default, anthropic_set, openai_default, openai_set = (request.body for request in server.requests)
+    assert anthropic_default["max_tokens"] == 32_000 and anthropic_set["max_tokens"] == 2_000
+    # A compatible server (vLLM, SGLang) given no limit allows what the context has room for.
+    assert "max_tokens" not in openai_default and "max_completion_tokens" not in openai_default
+    assert openai_set["max_tokens"] == 2_000

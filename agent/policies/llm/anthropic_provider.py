@@ -8,7 +8,7 @@ import anthropic
 
 from agent.policies.llm import wire_anthropic
 from agent.policies.llm.reply import IncompleteResponse, ModelReply, ModelRequest
-from agent.policies.llm.settings import LlmSettings
+from agent.policies.llm.settings import ANTHROPIC_MAX_OUTPUT_TOKENS, LlmSettings
 
 
 class AnthropicProvider:
@@ -23,7 +23,8 @@ class AnthropicProvider:
                                           timeout=settings.request_timeout_seconds)
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        arguments: dict[str, Any] = {"model": self.model, "max_tokens": self.settings.max_output_tokens,
+        limit = self.settings.max_output_tokens or ANTHROPIC_MAX_OUTPUT_TOKENS
+        arguments: dict[str, Any] = {"model": self.model, "max_tokens": limit,
                                      **wire_anthropic.request_parameters(request)}
         if not arguments["tools"]:
             del arguments["tools"]

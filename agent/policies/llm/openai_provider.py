@@ -26,8 +26,9 @@ class OpenAIProvider:
         self.limit_key = "max_completion_tokens" if settings.base_url is None else "max_tokens"
 
     def complete(self, request: ModelRequest) -> ModelReply:
-        arguments: dict[str, Any] = {"model": self.model, self.limit_key: self.settings.max_output_tokens,
-                                     **wire_openai.request_parameters(request)}
+        arguments: dict[str, Any] = {"model": self.model, **wire_openai.request_parameters(request)}
+        if self.settings.max_output_tokens is not None:
+            arguments[self.limit_key] = self.settings.max_output_tokens
         if not arguments["tools"]:
             del arguments["tools"]
         if self.settings.temperature is not None:

@@ -59,6 +59,7 @@ class LlmPolicy:
         self._window_start = 0  # index of the window's first turn in the transcript
         self._transcript: Transcript | None = None
         self._state_dir: Path | None = None
+        self._call_ids: set[str] = set()  # every call id of this run seen so far (ids must stay unique)
 
     def decide(self, view: PolicyView) -> Decision:
         transcript = self._open_transcript(view)
@@ -72,9 +73,9 @@ class LlmPolicy:
             self._commit(transcript, view)
             ask = unavailable_ask(failure, self.provider.name, self.provider.model, self.settings.base_url)
             return Decision(thought=failure.message, actions=[ask])
-        known = {call.id for turn in self.window if isinstance(turn, AssistantTurn) for call in turn.calls}
         assistant = AssistantTurn(step=view.state.step, text=reply.text,
-                                  calls=_unique_ids(reply.calls, known))
+                                  calls=_unique_ids(reply.calls, self._call_ids))
+        self._call_ids.update(call.id for call in assistant.calls)
         self._append(transcript, assistant)
         if not reply.calls and reply.stop_reason in REFUSALS:
             self._commit(transcript, view)
@@ -109,6 +110,7 @@ class LlmPolicy:
         self._transcript, self._state_dir = Transcript(view.state_dir, view.state.run_id), view.state_dir
         loaded = self._transcript.load(_saved_mark(view))
         self.window, self._window_start = loaded.window, loaded.window_start
+        self._call_ids = {call.id for turn in self.window if isinstance(turn, AssistantTurn) for call in turn.calls}
         if view.state.step > 0 and not self.window:
             reason = loaded.problem or "no transcript was found"
             note = NO_TRANSCRIPT.format(reason=reason)
@@ -172,8 +174,9 @@ def _saved_mark(view: PolicyView) -> TranscriptMark | None:
 
 
 def _unique_ids(calls: list[ToolCallRecord], known: set[str]) -> list[ToolCallRecord]:
-    """Some OpenAI-compatible servers send empty or repeated call ids, but every result, journal record and
-    transcript entry is matched by id: give such calls a fresh one."""
+    """Some OpenAI-compatible servers send empty ids, or the same ids every turn, but every result, journal
+    record and transcript entry is matched by id: give such calls a fresh one (the conversation sent back
+    carries the new id, which both APIs accept)."""
     seen = set(known)
     unique: list[ToolCallRecord] = []
     for call in calls:

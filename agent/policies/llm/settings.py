@@ -17,6 +17,7 @@ Provider = Literal["anthropic", "openai"]
 
 DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-6-sol"}
 API_KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+ANTHROPIC_MAX_OUTPUT_TOKENS = 32_000
 
 
 class RetrySettings(BaseModel):
@@ -68,7 +69,9 @@ class LlmSettings(BaseModel):
     api_key: SecretStr | None = None
     stream: bool = True
     request_timeout_seconds: float = Field(default=180.0, gt=0)
-    max_output_tokens: int = Field(default=8_192, ge=16)
+    # Unset: Anthropic gets ANTHROPIC_MAX_OUTPUT_TOKENS (the API requires a value; thinking counts against
+    # it), OpenAI and compatible servers get none, so a local server allows what its context has room for.
+    max_output_tokens: int | None = Field(default=None, ge=16)
     # Sent only when set: current Anthropic models reject non-default sampling parameters, and OpenAI's
     # reasoning models honour temperature only with reasoning turned off.
     temperature: float | None = None
