@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,6 +49,8 @@ class ReadingModel:
 
     def __call__(self, request: RecordedRequest) -> Step:
         turn = len(self.tokens)
+        if turn % 250 == 0:
+            note(f"model call {turn}")
         self.tokens.append(prompt_tokens(request))
         self.sizes.append(request.raw_size)
         request.body = {}
@@ -73,7 +76,8 @@ def run(steps: int, provider: ProviderName, stream: bool, output_chars: int, con
     meter = ReadingModel(steps, output_chars)
     store = StateStore(directory / "state")
     state = ProjectState(goal="keep reading the engine log (prompt size benchmark)")
-    state.limits.max_steps, state.limits.max_wall_seconds = steps + 20, 1e9
+    # The pretend model has list prices: thousands of 40k-token prompts would hit the cost budget.
+    state.limits.max_steps, state.limits.max_wall_seconds, state.limits.max_cost_usd = steps + 20, 1e9, 1e9
     store.save(state)
     with ModelServer(responder=meter) as server:
         overrides: dict[str, Any] = {"request_timeout_seconds": 60.0}
@@ -107,7 +111,10 @@ def main(argv: list[str] | None = None) -> None:
         meter, state, event, rejected = run(options.steps, options.provider, options.stream, options.output_chars,
                                             context, Path(scratch))
     tokens = meter.tokens
-    windows = [around(tokens, step, options.window) for step in checkpoints]
+    windows = [around(tokens, step, options.window) for step in checkpoints if step <= len(tokens)]
+    if not windows:
+        sys.exit(f"benchmarks.prompt_size: the run ended ({event}) after {len(tokens)} model calls, "
+                 f"before step {checkpoints[0]}")
     first, last = windows[0], windows[-1]
     settled = tokens[checkpoints[0]:] or tokens
     value = ratio(last["median_tokens"], first["median_tokens"])
