@@ -107,6 +107,9 @@ def test_background_run_reports_progress_and_can_be_stopped(tmp_path: Path, setu
         return result.output
 
     assert wait_for(lambda: (status()["progress"]["step"] or 0) >= 20, timeout=20)  # type: ignore[index]
+    # The runner reports the stage's CPU time every second: work that prints nothing still shows as progress.
+    assert wait_for(lambda: (status()["progress"]["stage_cpu_seconds"] or 0) > 0, timeout=15)  # type: ignore[index]
+    assert status()["progress"]["log_bytes"] > 0  # type: ignore[index]
     again = call(context, "train_drafter", pipeline_args(setup, stages=["train"], train_data_path=str(train_data)))
     assert not again.ok and "still running" in (again.error or "")
     stopped = stop_process(context.state.processes[-1], context.host, grace_seconds=5)

@@ -32,6 +32,7 @@ class DrafterOutput(ToolOutput):
     log_path: str
     config_path: str
     exported_path: str | None = Field(description="For --speculative-draft-model-path once state is 'done'")
+    export_dir: str | None = Field(default=None, description="Where the drafter will be exported")
     progress: DrafterProgress
 
 
@@ -104,7 +105,7 @@ def _output(record: ProcessRecord, progress: DrafterProgress) -> DrafterOutput:
     exported = record.config.get("export_dir") if progress.state == "done" else None
     return DrafterOutput(name=record.name, state=progress.state, pid=record.pid, log_path=record.log_path,
                          config_path=str(record.config.get("config_path")), exported_path=exported,
-                         progress=progress)
+                         export_dir=record.config.get("export_dir"), progress=progress)
 
 
 class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):

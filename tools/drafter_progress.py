@@ -42,6 +42,9 @@ class DrafterProgress(BaseModel):
     accept_length_estimate: float | None = Field(default=None,
                                                  description="simulated_acc_len + 1, comparable with SGLang")
     regenerated_records: int | None = None
+    stage_cpu_seconds: float | None = Field(default=None, description="CPU spent by the running stage: it grows "
+                                            "while the stage works, even when it prints nothing")
+    log_bytes: int = 0
     recent_lines: list[str] = Field(default_factory=list)
 
 
@@ -108,7 +111,11 @@ def read_progress(log_path: Path, status_path: Path, regenerated_path: Path | No
     progress.state = str(status.get("state", "starting"))
     progress.stage = status.get("stage")
     progress.error = status.get("error")
-    progress.stages = {name: str(item.get("state")) for name, item in (status.get("stages") or {}).items()}
+    stages = status.get("stages") or {}
+    progress.stages = {name: str(item.get("state")) for name, item in stages.items()}
+    if progress.stage in stages:
+        progress.stage_cpu_seconds = stages[progress.stage].get("cpu_seconds")
+    progress.log_bytes = log_path.stat().st_size if log_path.exists() else 0
     lines = read_tail(log_path).splitlines()
     for line in lines:
         apply_line(progress, line)

@@ -5,7 +5,12 @@ works with any interpreter. Each stage's command inherits this process's stdout 
 managed log) and its process group (so stopping the run stops the stage too). Progress goes to the
 plan's status file, rewritten atomically after every change::
 
-    {"state": "running|done|failed", "stage": "...", "stages": {"train": {"state": ..., "exit_code": ...}}}
+    {"state": "running|done|failed", "stage": "...",
+     "stages": {"train": {"state": ..., "exit_code": ..., "cpu_seconds": ...}}}
+
+While a stage runs, its ``cpu_seconds`` (all processes of this run's process group) is refreshed every
+few seconds: work that shows nowhere else (a quiet data regeneration) still shows as progress, and a
+stage that hangs shows none.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 MARK = "[opsloop-drafter]"
+HEARTBEAT_SECONDS = 1.0
 
 
 def _now() -> str:
@@ -46,7 +52,7 @@ def run(plan: dict[str, Any]) -> int:
         _write_status(status_path, status)
         print(f"{MARK} stage {name} started: {shlex.join(stage['argv'])}", flush=True)
         try:
-            code = subprocess.call(stage["host_argv"], cwd=stage.get("cwd") or None, env=environment)
+            code = _run_stage(stage, environment, record, status_path, status)
         except OSError as error:
             print(f"{MARK} stage {name} could not start: {error}", flush=True)
             code = 127
@@ -68,6 +74,44 @@ def run(plan: dict[str, Any]) -> int:
     _write_status(status_path, status)
     print(f"{MARK} pipeline done", flush=True)
     return 0
+
+
+def _run_stage(stage: dict[str, Any], environment: dict[str, str], record: dict[str, Any], status_path: Path,
+               status: dict[str, Any]) -> int:
+    process = subprocess.Popen(stage["host_argv"], cwd=stage.get("cwd") or None, env=environment)
+    while True:
+        try:
+            code = process.wait(timeout=HEARTBEAT_SECONDS)
+            break
+        except subprocess.TimeoutExpired:
+            spent = round(group_cpu_seconds(), 2)
+            if spent != record.get("cpu_seconds"):
+                record["cpu_seconds"] = spent
+                _write_status(status_path, status)
+    record["cpu_seconds"] = round(group_cpu_seconds(), 2)
+    return code
+
+
+def group_cpu_seconds() -> float:
+    """CPU time of this process group's other members (from /proc) plus that of reaped children."""
+    times = os.times()
+    total = times.children_user + times.children_system
+    try:
+        entries = os.listdir("/proc")
+        group, own, ticks = os.getpgid(0), os.getpid(), os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return total
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == own:
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ... utime stime
+        if len(fields) > 12 and int(fields[2]) == group:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def main(argv: list[str]) -> int:
