@@ -17,7 +17,7 @@ FORMAT_VERSION = 1
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)  # scenario numbers are finite
 
 
 class GpuGroup(Strict):
