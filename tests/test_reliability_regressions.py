@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from agent.state import ProjectState
 from agent.store import read_state
 from tools.host.local import LocalHost
 from tools.processes import SPAWN_MARKER, reconcile_processes, stop_process
+from tools.sim.loader import ScenarioError, load_scenario, resolve_scenario_path
 
 
 @pytest.fixture
@@ -110,3 +112,15 @@ def test_a_marked_process_of_another_run_is_not_adopted(tmp_path: Path) -> None:
         for found in LocalHost().find_marked(SPAWN_MARKER):
             if '"run-theirs"' in found.value:
                 os.killpg(found.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e309"])
+def test_a_scenario_with_an_infinite_number_is_refused_when_loaded(value: str, tmp_path: Path) -> None:
+    """Found by fuzzing the scenario loader: ``size_gb = 1e309`` loaded, then building the simulated host
+    failed with OverflowError (cannot convert float infinity to integer) instead of a ScenarioError."""
+    text = resolve_scenario_path("h100-healthy").read_text(encoding="utf-8")
+    assert "\nsize_gb = " in text
+    path = tmp_path / "scenario.toml"
+    path.write_text(re.sub(r"\nsize_gb = [^\n]+", f"\nsize_gb = {value}", text), encoding="utf-8")
+    with pytest.raises(ScenarioError, match="size_gb"):
+        load_scenario(str(path))
