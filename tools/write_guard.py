@@ -49,9 +49,16 @@ def confine(raw_path: str, roots: Sequence[Path]) -> ConfinedPath:
         raise WriteRefused(f"refused {raw_path!r}: paths containing '..' are not allowed; give the full path")
     candidate = given if given.is_absolute() else roots[0] / given
     if candidate.is_symlink():
-        raise WriteRefused(f"refused {raw_path!r}: it is a symbolic link (to {os.readlink(candidate)!r}); "
+        try:
+            link = f" (to {os.readlink(candidate)!r})"
+        except OSError:  # replaced again since the check above: still refused, without the link's target
+            link = ""
+        raise WriteRefused(f"refused {raw_path!r}: it is a symbolic link{link}; "
                            "patch the file it points to by its own path")
-    real = Path(os.path.realpath(candidate))
+    try:
+        real = Path(os.path.realpath(candidate))
+    except OSError as error:  # a component was replaced while it was being resolved
+        raise WriteRefused(f"refused {raw_path!r}: it changed while it was checked ({error.strerror})") from None
     for root in roots:
         real_root = Path(os.path.realpath(root))
         if real == real_root or real_root in real.parents:
