@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -67,7 +68,10 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
 
     def run(self, args: TailLogArgs, context: ToolContext) -> TailLogOutput:
         path = args.resolve(context)
-        keep = compile_filter(args.filter, regex=args.regex)
+        try:
+            keep = compile_filter(args.filter, regex=args.regex)
+        except re.error as error:
+            raise ToolError(f"filter is not a valid regular expression ({error}); fix it or pass regex=false") from None
         if args.since_offset is not None:
             chunk = read_since(path, args.since_offset, max_bytes=args.max_bytes)
             lines = [last_frame(line) for line in chunk.text.splitlines()]
