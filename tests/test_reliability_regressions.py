@@ -20,6 +20,8 @@ from spine_helpers import agent_environment, journal_records, run_agent
 
 from agent.state import ProjectState
 from agent.store import read_state
+from tools.base import ToolContext, ToolSettings
+from tools.catalog import default_registry
 from tools.host.local import LocalHost
 from tools.processes import SPAWN_MARKER, reconcile_processes, stop_process
 from tools.sim.loader import ScenarioError, load_scenario, resolve_scenario_path
@@ -124,3 +126,15 @@ def test_a_scenario_with_an_infinite_number_is_refused_when_loaded(value: str, t
     path.write_text(re.sub(r"\nsize_gb = [^\n]+", f"\nsize_gb = {value}", text), encoding="utf-8")
     with pytest.raises(ScenarioError, match="size_gb"):
         load_scenario(str(path))
+
+
+def test_an_invalid_filter_regex_is_a_clear_tail_log_error(tmp_path: Path) -> None:
+    """Found by fuzzing tool arguments: ``filter="("`` with ``regex=true`` surfaced as an internal failure
+    ("tail_log failed: error: missing ), unterminated subpattern ... (traceback in ...)")."""
+    log = tmp_path / "engine.log"
+    log.write_text("RuntimeError: CUDA error: out of memory\n", encoding="utf-8")
+    context = ToolContext(state=ProjectState(goal="tail"), state_dir=tmp_path, host=LocalHost(exit_dir=tmp_path),
+                          settings=ToolSettings(engine_python=sys.executable))
+    result = default_registry().execute("tail_log", {"path": str(log), "filter": "(", "regex": True}, context)
+    assert not result.ok and result.error is not None
+    assert result.error.startswith("filter is not a valid regular expression") and "traceback" not in result.error

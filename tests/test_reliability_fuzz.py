@@ -1,0 +1,352 @@
+"""Property-based fuzzing of every tool's arguments and of the scenario, config and state file loaders.
+
+Tools run through ``default_registry().execute`` on a simulated host, as the loop runs them. Arguments
+are a valid call with one part replaced by hostile JSON (wrong types, huge and negative numbers, NUL
+bytes, ``..``, paths outside the roots, unknown keys), raw text instead of JSON, or any JSON value at
+all. The property: ``execute`` never raises (only ``shell`` may ask for approval), every failure is an
+error result with a message, and an unexpected exception inside a tool is reported with its type and a
+saved traceback. Fields that would reach beyond this machine or run for long (URLs, output directories,
+interpreters, shell command text, long waits, big benchmarks) draw from safe sets; the shell guard gets
+arbitrary command text directly instead. ``OPSLOOP_HEAVY=1`` multiplies the examples by twenty.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from reliability_helpers import heavy, kill_state_processes
+
+from agent.config import load_config
+from agent.events import UsageError
+from agent.state import ProjectState
+from agent.store import StateFileError, StateStore, read_state
+from tools.base import NeedsApproval, ToolContext, ToolResult, ToolSettings
+from tools.catalog import default_registry
+from tools.shell_guard import GuardContext, judge
+from tools.shell_parse import ParseError
+from tools.sim.host import SimHost
+from tools.sim.loader import ScenarioError, builtin_names, load_scenario, resolve_scenario_path
+
+EXAMPLES = 400 if heavy() else 20
+REGISTRY = default_registry()
+SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40))
+JSON_VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                           | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=8)
+NON_STRINGS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.lists(SCALARS, max_size=3)
+LOOPBACK_JUNK = ["", "127.0.0.1", "http://", "http://127.0.0.1:0", "http://127.0.0.1:9", "ftp://127.0.0.1:9",
+                 "http://[::1]:9", "http://127.0.0.1:99999", "http://127.0.0.1:9/v1?x=\x00", "127.0.0.1:9",
+                 "http://user:sk-ant-api03-AAAAAAAAAAAAAAAAAAAA@127.0.0.1:9"]
+UNSAFE_RUNS = ("engine_python", "specforge_python", "specforge_dir", "output_dir", "cwd")  # never arbitrary text
+SHELL_COMMANDS = ["echo fuzz", "true", "false", "exit 3", "echo 'unterminated", "printf '%s' \"$HOME\"",
+                  "echo $HF_TOKEN", "cat /nonexistent", "rm -rf /", "rm -rf ~", "mkfs.ext4 /dev/sda",
+                  "kill -9 1", "dd if=/dev/zero of=/dev/sda", "echo a | tee /dev/sda", "nvidia-smi -r", "reboot",
+                  ":", "echo \x00", "sleep 0.01", "ls -la"]
+
+
+def path_values(base: Path) -> list[str]:
+    return ["", ".", "..", "../..", "/", "/etc/passwd", "/dev/zero", "/proc/self/mem", "~", "x" * 300,
+            "a\x00b", "a/../../b", "/nonexistent/dir/file", str(base / "target.txt"), str(base / "link-out"),
+            str(base / "fifo"), str(base), str(base / "target.txt" / "below-a-file"), "line\nbreak", "*"]
+
+
+def bases(base: Path, model_path: str) -> dict[str, dict[str, Any]]:
+    """One valid, cheap, local call per tool: the starting point of every mutation."""
+    return {
+        "update_state": {"tasks": [{"id": "t1", "title": "fuzz"}], "findings": [{"summary": "f"}]},
+        "wait": {"seconds": 0.01, "reason": "fuzz"},
+        "probe_system": {},
+        "launch_engine": {"config": {"engine": "sglang", "model_path": model_path, "port": 39_111}, "name": "fuzz",
+                          "wait": False},
+        "stop_engine": {"name": "fuzz", "grace_seconds": 0},
+        "engine_status": {"name": "fuzz"},
+        "tail_log": {"path": str(base / "engine.log"), "lines": 5, "filter": "error", "regex": True},
+        "diagnose_log": {"path": str(base / "engine.log")},
+        "patch_file": {"path": str(base / "target.txt"), "search": "alpha", "replace": "beta", "reason": "fuzz"},
+        "revert_patch": {"patch_id": "patch1"},
+        "run_bench": {"base_url": "http://127.0.0.1:9", "model": "m", "concurrency": [1], "num_prompts": 2,
+                      "correctness_probe": False, "warmup_requests": 0, "timeout_s": 20},
+        "check_correctness": {"base_url": "http://127.0.0.1:9", "model": "m"},
+        "shell": {"command": "echo fuzz", "timeout_seconds": 5},
+        "train_drafter": {"target_model_path": model_path, "stages": ["train"], "wait": False,
+                          "train_data_path": str(base / "train.jsonl"), "output_dir": str(base / "drafter")},
+        "drafter_status": {},
+    }
+
+
+def field_values(field: str, base: Path) -> st.SearchStrategy[Any]:
+    """What a mutated field may become: anything, except where anything would leave the sandbox."""
+    if field in ("base_url", "target_server"):
+        return st.sampled_from(LOOPBACK_JUNK) | NON_STRINGS
+    if field == "command":
+        return st.sampled_from(SHELL_COMMANDS) | NON_STRINGS
+    if field in UNSAFE_RUNS:
+        return st.sampled_from(["", "a\x00b", str(base / "target.txt"), str(base / "drafter-fuzz")]) | NON_STRINGS
+    if "path" in field or field in ("draft_model_config", "tokenizer", "name", "process"):
+        return st.sampled_from(path_values(base)) | JSON_VALUES
+    return JSON_VALUES
+
+
+def cheap(tool: str, arguments: Any) -> bool:
+    """False for valid calls that would take long (big benchmarks, long waits): not what is fuzzed here."""
+    if not isinstance(arguments, dict):
+        return True
+
+    def number(key: str) -> float:
+        value = arguments.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+    if tool == "wait":
+        return not 0.05 < number("seconds") <= 600
+    if tool == "run_bench":
+        levels = arguments.get("concurrency")
+        many = isinstance(levels, list) and (len(levels) > 3 or any(
+            isinstance(level, int) and level > 8 for level in levels))
+        return not many and number("num_prompts") <= 8 and number("warmup_requests") <= 2 and not (
+            0 < number("request_rate") < 5) and number("timeout_s") <= 60
+    if tool == "stop_engine":
+        return number("grace_seconds") <= 1
+    if tool in ("launch_engine", "train_drafter"):
+        return arguments.get("wait") is False
+    if tool == "shell":
+        return number("timeout_seconds") <= 5 and arguments.get("command") != "sleep"
+    return True
+
+
+@st.composite
+def hostile_arguments(draw: st.DrawFn, tool: str, base: Path, valid: dict[str, Any]) -> Any:
+    how = draw(st.sampled_from(["replace", "replace", "replace", "nested", "drop", "unknown", "text", "any"]))
+    arguments = copy.deepcopy(valid)
+    if how in ("replace", "drop") and arguments:
+        key = draw(st.sampled_from(sorted(arguments)))
+        if how == "drop":
+            del arguments[key]
+        else:
+            arguments[key] = draw(field_values(key, base))
+    elif how == "replace":  # a tool without base arguments: set one of its schema's fields
+        schema = REGISTRY.get(tool).args_model.model_json_schema()  # type: ignore[union-attr]
+        key = draw(st.sampled_from(sorted(schema.get("properties") or {"x": None})))
+        arguments[key] = draw(field_values(key, base))
+    elif how == "nested":
+        inner = [key for key, value in arguments.items() if isinstance(value, dict)]
+        if inner:
+            outer = draw(st.sampled_from(inner))
+            key = draw(st.sampled_from([*sorted(arguments[outer]), "unknown_field"]))
+            arguments[outer][key] = draw(field_values(key, base))
+    elif how == "unknown":
+        arguments[draw(st.text(min_size=1, max_size=12))] = draw(JSON_VALUES)
+    elif how == "text":
+        return draw(st.text(max_size=60) | st.sampled_from(["{", "[]", "null", "{\"a\": ", json.dumps(valid)[:-1]]))
+    else:
+        return draw(JSON_VALUES)
+    if tool in ("launch_engine", "train_drafter") and isinstance(arguments, dict):
+        arguments["wait"] = False  # a started engine or training returns at once (they are killed after)
+    return arguments
+
+
+INTERNAL_FAILURE = re.compile(r"^(?P<tool>\w+) failed: (?P<kind>[\w.]+): .*\(traceback in (?P<path>[^)]+)\)$",
+                              re.DOTALL)
+# Exceptions that carry an operating-system message (a file name too long, a NUL byte in a path, a file
+# where a directory is expected): clear enough for a model to act on. Anything else is a finding.
+EXPLAINED = {"OSError", "ValueError", "FileExistsError", "FileNotFoundError", "NotADirectoryError",
+             "IsADirectoryError", "PermissionError", "UnicodeEncodeError"}
+
+
+def check_result(tool: str, result: ToolResult) -> None:
+    assert isinstance(result, ToolResult) and result.tool == tool
+    if result.ok:
+        assert isinstance(result.output, dict)
+        return
+    assert result.error and result.error.strip(), "a failure without a message"
+    internal = INTERNAL_FAILURE.match(result.error)
+    if internal is not None:
+        assert Path(internal["path"]).is_file(), "the traceback of an internal failure was not saved"
+        assert internal["kind"] in EXPLAINED, f"{tool}: unexpected {internal['kind']}: {result.error[:300]}"
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolContext, Path]]:
+    base = tmp_path_factory.mktemp("fuzz")
+    state_dir = base / "state"
+    store = StateStore(state_dir)
+    state = ProjectState(goal="fuzz every tool")
+    host = SimHost.from_scenario("h100-healthy", state_dir)
+    (base / "target.txt").write_text("alpha\n", encoding="utf-8")
+    (base / "engine.log").write_text("loading\nRuntimeError: CUDA error: out of memory\n", encoding="utf-8")
+    (base / "train.jsonl").write_text('{"conversations": []}\n', encoding="utf-8")
+    (base / "link-out").symlink_to("/etc/passwd")
+    os.mkfifo(base / "fifo")
+    context = ToolContext(state=state, state_dir=state_dir, host=host,
+                          settings=ToolSettings(engine_python=sys.executable, allowed_write_roots=[base],
+                                                load_timeout_seconds=30, hang_after_seconds=5),
+                          checkpoint=lambda: store.save(state))
+    store.save(state)
+    yield context, base
+    store.save(state)
+    kill_state_processes(state_dir)
+
+
+@pytest.mark.parametrize("tool", REGISTRY.names())
+def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: tuple[ToolContext, Path]) -> None:
+    context, base = sandbox
+    valid = bases(base, str(context.host.model_dir))[tool]  # type: ignore[attr-defined]
+
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(arguments=hostile_arguments(tool, base, valid))
+    def run(arguments: Any) -> None:
+        assume(cheap(tool, arguments))
+        try:
+            result = REGISTRY.execute(tool, arguments, context)
+        except NeedsApproval as request:
+            assert tool == "shell" and request.reason and request.evidence
+            return
+        finally:
+            if tool in ("launch_engine", "train_drafter"):
+                context.checkpoint()
+                kill_state_processes(context.state_dir)
+        check_result(tool, result)
+
+    run()
+    # The valid call itself still works after all that.
+    if tool not in ("stop_engine", "engine_status", "revert_patch", "drafter_status", "run_bench"):
+        result = REGISTRY.execute(tool, valid, context)
+        assert result.ok or tool in ("check_correctness", "patch_file"), result.error
+    kill_state_processes(context.state_dir)
+
+
+@settings(max_examples=EXAMPLES * 10, deadline=None, database=None)
+@given(command=st.text(max_size=80) | st.lists(st.sampled_from(
+    ["rm", "-rf", "/", "~", "$HOME", "*", "&&", "|", ";", "$(pwd)", "`id`", "kill", "-9", "1", "xargs", "find",
+     "-delete", "dd", "of=/dev/sda", ">", "/dev/sda", "mkfs", "'", '"', "\\", "cd", "..", "sudo"]), max_size=8
+).map(" ".join))
+def test_the_shell_guard_judges_any_text_or_refuses_to_parse_it(command: str) -> None:
+    context = GuardContext(home=Path.home(), state_dir=Path("/tmp/opsloop-fuzz-state"), cwd=Path("/tmp"),
+                           owned_pids=set(), match_processes=lambda pattern: None)
+    try:
+        dangers = judge(command, context)
+    except ParseError:
+        return
+    assert all(danger.reason for danger in dangers)
+
+
+# -- the file loaders --------------------------------------------------------------------------------------
+
+@st.composite
+def mutated_text(draw: st.DrawFn, text: str) -> str:
+    lines = text.splitlines()
+    how = draw(st.sampled_from(["line", "line", "delete", "truncate", "insert", "bytes"]))
+    index = draw(st.integers(0, max(len(lines) - 1, 0)))
+    junk = draw(st.sampled_from(["= 1", "[x", "a = ", "]]", '"', "x = nan", "x = -1e999", "[[host.gpus]]",
+                                 "count = -3", "time_scale = 0", "memory_mib = 1e30", "name = 5"])
+                | st.text(max_size=30))
+    if how == "line" and lines:
+        key = lines[index].split("=")[0]
+        value = draw(st.sampled_from(["-1", "0", "1e309", '""', "[]", "{}", "true", junk]))
+        lines[index] = f"{key}= {value}"
+    elif how == "delete" and lines:
+        del lines[index]
+    elif how == "truncate":
+        return text[: draw(st.integers(0, len(text)))]
+    elif how == "insert":
+        lines.insert(index, junk)
+    else:
+        return text + draw(st.text(max_size=20))
+    return "\n".join(lines) + "\n"
+
+
+SCENARIO_TEXTS = {name: resolve_scenario_path(name).read_text(encoding="utf-8") for name in builtin_names()}
+
+
+@pytest.mark.parametrize("name", ["kimi-sm120", "h100-healthy"])
+def test_a_mutated_scenario_loads_or_gives_a_scenario_error(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "scenario.toml"
+
+    @settings(max_examples=EXAMPLES * 2, deadline=None, database=None)
+    @given(text=mutated_text(SCENARIO_TEXTS[name]))
+    def run(text: str) -> None:
+        path.write_text(text, encoding="utf-8")
+        try:
+            scenario, _ = load_scenario(str(path))
+        except ScenarioError as error:
+            assert str(path) in str(error) or "scenario" in str(error)
+            return
+        host = SimHost(scenario, path, tmp_path / "state")  # a scenario that loads must also run
+        assert host.probe_gpus() is not None
+
+    run()
+
+
+CONFIG_EXAMPLE = """policy = "runbook"
+[limits]
+max_steps = 400
+max_cost_usd = 20
+[notify]
+channels = ["ntfy:https://ntfy.example/opsloop", "email:oncall@example.com"]
+attempts = 3
+[notify.smtp]
+host = "smtp.example.com"
+port = 587
+starttls = true
+user = "opsloop"
+[tools]
+engine_python = "/opt/sglang/.venv/bin/python"
+[llm]
+provider = "openai"
+base_url = "http://127.0.0.1:30000/v1"
+"""
+
+
+def test_a_mutated_config_file_or_environment_loads_or_gives_a_usage_error(tmp_path: Path) -> None:
+    assert tomllib.loads(CONFIG_EXAMPLE)
+    path = tmp_path / "agent.toml"
+
+    @settings(max_examples=EXAMPLES * 3, deadline=None, database=None)
+    @given(text=mutated_text(CONFIG_EXAMPLE),
+           environ=st.dictionaries(st.sampled_from(["OPSLOOP_POLICY", "OPSLOOP_MAX_STEPS", "OPSLOOP_NOTIFY",
+                                                    "OPSLOOP_SMTP_PORT", "OPSLOOP_MAX_COST_USD", "OPSLOOP_SIM",
+                                                    "OPSLOOP_SMTP_STARTTLS", "OPSLOOP_LLM_PROVIDER"]),
+                                   st.text(max_size=20) | st.sampled_from(["[", "[1]", "-1", "nan", "1e999"]),
+                                   max_size=3))
+    def run(text: str, environ: dict[str, str]) -> None:
+        path.write_text(text, encoding="utf-8")
+        try:
+            load_config(tmp_path, path, environ=environ)
+        except UsageError as error:
+            assert str(error)
+
+    run()
+
+
+def test_a_mutated_state_file_loads_or_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "good")
+    state = ProjectState(goal="a state to break")
+    state.add_finding("f1", ["e1"])
+    state.upsert_task("t1", "task")
+    store.save(state)
+    text = store.latest_path.read_text(encoding="utf-8")
+    path = tmp_path / "latest.json"
+
+    @settings(max_examples=EXAMPLES * 3, deadline=None, database=None)
+    @given(mutated=mutated_text(text) | st.binary(max_size=200).map(lambda data: data.decode("latin-1")))
+    def run(mutated: str) -> None:
+        path.write_text(mutated, encoding="utf-8")
+        written = path.read_bytes()
+        try:
+            read_state(path)
+        except StateFileError as error:
+            assert str(path) in str(error)
+        assert path.read_bytes() == written
+
+    run()
