@@ -24,7 +24,7 @@ from agent.policies.scripted import ScriptedPolicy
 from agent.state import ProjectState
 from benchmarks.common import emit, machine, note, ratio, summary_ms
 from benchmarks.loop_timing import Clock, StepTiming, TimedPolicy, TimedRegistry, TimedStore, TimedStuckDetector
-from benchmarks.loop_workload import decision
+from benchmarks.loop_workload import BENCH_EVERY, decision
 from tools.base import ToolContext, ToolSettings
 from tools.host.local import LocalHost
 
@@ -32,11 +32,11 @@ TARGET_RATIO = 1.5
 TARGET_SAVE_MEDIAN_MS = 5.0
 
 
-def grow(state: ProjectState, registry: TimedRegistry, context: ToolContext, steps: int) -> None:
+def grow(state: ProjectState, registry: TimedRegistry, context: ToolContext, steps: int, bench_every: int) -> None:
     """Apply the first ``steps`` decisions' tool calls straight to the state (no loop, no saves)."""
     for step in range(steps):
         state.step = step
-        for action in decision(step)["actions"]:
+        for action in decision(step, bench_every)["actions"]:
             result = registry.execute(action["tool"], action["arguments"], context)
             if not result.ok:
                 raise RuntimeError(f"workload step {step} failed: {result.error}")
@@ -45,7 +45,7 @@ def grow(state: ProjectState, registry: TimedRegistry, context: ToolContext, ste
     state.loop.policy_state["scripted"] = {"position": steps}
 
 
-def measure_window(start: int, width: int, directory: Path) -> tuple[list[StepTiming], int]:
+def measure_window(start: int, width: int, bench_every: int, directory: Path) -> tuple[list[StepTiming], int]:
     """Grow a state to ``start`` steps, then time steps ``start+1 .. start+width`` through the loop.
     Returns the timings and the state file's size at the end."""
     clock = Clock()
@@ -55,9 +55,10 @@ def measure_window(start: int, width: int, directory: Path) -> tuple[list[StepTi
     context = ToolContext(state=state, state_dir=store.state_dir, host=LocalHost(exit_dir=directory / "exits"),
                           settings=ToolSettings(engine_python=sys.executable), checkpoint=lambda: store.save(state))
     registry = TimedRegistry(clock)
-    grow(state, registry, context, start)
+    grow(state, registry, context, start, bench_every)
     store.save(state)
-    policy = TimedPolicy(ScriptedPolicy.from_decisions([decision(step) for step in range(start + width)]), clock)
+    decisions = [decision(step, bench_every) for step in range(start + width)]
+    policy = TimedPolicy(ScriptedPolicy.from_decisions(decisions), clock)
     agent = Agent(policy, registry, context, store, stuck=TimedStuckDetector(clock))
     timings: list[StepTiming] = []
     for _ in range(width):
@@ -90,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoints", default="10,100,1000,5000", help="Steps at which to report")
     parser.add_argument("--window", type=int, default=30, help="Steps measured at each checkpoint (ending there)")
+    parser.add_argument("--bench-every", type=int, default=BENCH_EVERY,
+                        help="Store a benchmark result every N steps (0: never)")
     options = parser.parse_args(argv)
     checkpoints = sorted({int(part) for part in options.checkpoints.split(",") if part.strip()})
     if not checkpoints or checkpoints[0] < 1 or options.window < 1:
@@ -99,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     for end in checkpoints:
         width = min(options.window, end)
         with tempfile.TemporaryDirectory(prefix="opsloop-loop-bench-") as scratch:
-            timings, size = measure_window(end - width, width, Path(scratch))
+            timings, size = measure_window(end - width, width, options.bench_every, Path(scratch))
         reports.append(window_report(end, timings, size))
         note(f"step {end}: state {size / 1e6:.2f} MB, overhead median "
              f"{reports[-1]['overhead_per_step']['median_ms']} ms, save median {reports[-1]['save']['median_ms']} ms")
@@ -108,7 +111,8 @@ def main(argv: list[str] | None = None) -> None:
     growth = ratio(last["overhead_per_step"]["median_ms"], reference["overhead_per_step"]["median_ms"])
     growth_cpu = ratio(last["overhead_cpu_per_step"]["median_ms"], reference["overhead_cpu_per_step"]["median_ms"])
     worst_save = max(report["save"]["median_ms"] for report in reports)
-    emit({"benchmark": "loop_overhead", "window": options.window, "checkpoints": reports,
+    emit({"benchmark": "loop_overhead", "window": options.window, "bench_every": options.bench_every,
+          "checkpoints": reports,
           "overhead_ratio": {"numerator_step": last["step"], "denominator_step": reference["step"],
                              "wall": growth, "cpu": growth_cpu, "target_max": TARGET_RATIO,
                              "met": growth is not None and growth <= TARGET_RATIO},

@@ -65,8 +65,9 @@ class StoreResultTool(Tool[StoreResultArgs, StoreResultOutput]):
         return StoreResultOutput(benchmark_id=record.id)
 
 
-def decision(step: int) -> dict[str, Any]:
-    """The scripted decision of one step (0-based)."""
+def decision(step: int, bench_every: int = BENCH_EVERY) -> dict[str, Any]:
+    """The scripted decision of one step (0-based); a benchmark result every ``bench_every`` steps
+    (never when 0)."""
     memory = 0.80 + (step % 9) / 100
     plan = {"tool": "update_state", "arguments": {
         "tasks": [{"id": f"t{step % 12}", "title": f"tune setting group {step % 12}",
@@ -80,7 +81,7 @@ def decision(step: int) -> dict[str, Any]:
         "next_steps": [f"benchmark concurrency {2 ** (step % 7)}", "compare with the baseline",
                        "record the best configuration"]}}
     actions: list[dict[str, Any]] = [plan]
-    if step % BENCH_EVERY == BENCH_EVERY - 1:
+    if bench_every and step % bench_every == bench_every - 1:
         actions.append({"tool": "store_result",
                         "arguments": {"label": f"sweep after step {step}", "concurrency": [1, 8, 64], "seed": step}})
     return {"thought": f"step {step}: try the next setting and record what happened", "actions": actions}
