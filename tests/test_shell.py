@@ -99,7 +99,7 @@ SAFE = [
     "echo hello", "ls -la", "rm -rf ./build", "rm -rf build/*", "rm build/a.txt", "echo 'rm -rf /'",
     "grep -c shutdown notes.txt", "dd if=/dev/zero of=out.bin bs=1k count=1", "cat notes.txt > /dev/null",
     "echo reboot >> notes.txt", "kill -l", "find build -name '*.txt'", "FOO=1 env | grep -c FOO",
-    "pkill -f opsloop-no-such-process-marker",
+    "pkill -f opsloop-no-such-process-marker-7f3a9c",
 ]
 
 
@@ -126,12 +126,13 @@ def test_output_and_files_are_real(context: ToolContext) -> None:
 
 
 def test_killing_the_agents_own_processes_runs(context: ToolContext) -> None:
+    marker = f"opsloop-own-{uuid.uuid4().hex[:8]}"  # unique: other test runs may share the machine
     record = start_process(context, name="sleeper", argv=[sys.executable, fake("sleeper.py")])
-    marker_record = start_process(context, name="sleeper2", argv=[sys.executable, fake("sleeper.py"), "marker-x1"])
+    marker_record = start_process(context, name="sleeper2", argv=[sys.executable, fake("sleeper.py"), marker])
     try:
         assert shell(context, f"kill -TERM {record.pid}").ok
         assert wait_for(lambda: not context.host.status(record.pid, record.create_time).alive)
-        assert shell(context, "pkill -f 'sleeper.py marker-x1'").ok
+        assert shell(context, f"pkill -f 'sleeper.py {marker}'").ok
         assert wait_for(lambda: not context.host.status(marker_record.pid, marker_record.create_time).alive)
     finally:
         for item in (record, marker_record):

@@ -71,12 +71,14 @@ def delete_target_problem(raw: str, context: GuardContext) -> str | None:
     path = Path(os.path.normpath(os.path.join(context.cwd, expanded)))
     real = Path(os.path.realpath(path))
     for candidate in {path, real}:
-        if len(candidate.parts) <= 2:
-            return f"{raw!r} is {'the root directory' if candidate == Path('/') else 'a top-level directory'}"
+        if candidate == Path("/"):
+            return f"{raw!r} is the root directory"
         for protected in _protected(context)[1:]:
             if protected == candidate or candidate in protected.parents:
                 what = "the home directory" if protected == _protected(context)[1] else "the state directory"
                 return f"{raw!r} is or contains {what} ({protected})"
+        if len(candidate.parts) <= 2:
+            return f"{raw!r} is a top-level directory"
     return None
 
 
