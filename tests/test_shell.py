@@ -99,7 +99,7 @@ SAFE = [
     "echo hello", "ls -la", "rm -rf ./build", "rm -rf build/*", "rm build/a.txt", "echo 'rm -rf /'",
     "grep -c shutdown notes.txt", "dd if=/dev/zero of=out.bin bs=1k count=1", "cat notes.txt > /dev/null",
     "echo reboot >> notes.txt", "kill -l", "find build -name '*.txt'", "FOO=1 env | grep -c FOO",
-    "pkill -f opsloop-no-such-process-marker-7f3a9c",
+    "pkill -f opsloop-no-such-process-{marker}",
 ]
 
 
@@ -109,7 +109,7 @@ def test_safe_commands_run(context: ToolContext, command: str) -> None:
     (work / "build").mkdir()
     (work / "build" / "a.txt").write_text("x")
     (work / "notes.txt").write_text("no shutdown here\n")
-    result = shell(context, command)
+    result = shell(context, command.replace("{marker}", uuid.uuid4().hex))
     assert result.ok, result.error
     assert result.output is not None and result.output["exit_code"] in (0, 1)
 
