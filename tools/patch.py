@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from agent.redact import redact_text
 from agent.state import PatchRecord
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.unified_diff import DiffError, apply_diff, make_diff
@@ -152,7 +153,7 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
         backup_path = backup_dir / Path(shown).name
         backup_path.write_bytes(original_bytes)
         diff = make_diff(original, edited, shown)
-        (backup_dir / "change.diff").write_text(diff, encoding="utf-8")
+        (backup_dir / "change.diff").write_text(redact_text(diff), encoding="utf-8")  # the backup stays exact
         edited_bytes = edited.encode("utf-8")
         try:
             write_bytes_atomic(target, edited_bytes, expected=info)
