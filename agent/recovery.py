@@ -59,7 +59,8 @@ def recover_pending_step(state: ProjectState, journal: Journal) -> list[str]:
         observation = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result,
                                   interrupted=interrupted)
         pending.results[call.id] = observation.model_dump(mode="json")
-        _journal_result(journal, pending, call, pending.results[call.id], recovered=True)
+        if call.id not in journaled:  # a crash during an earlier recovery may have journaled it already
+            _journal_result(journal, pending, call, pending.results[call.id], recovered=True)
         notes.append(f"step {pending.step}: {call.tool} ({call.id}) {message.split(':')[0]}")
     return notes
 
