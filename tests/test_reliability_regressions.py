@@ -18,7 +18,9 @@ import pytest
 from reliability_helpers import kill_state_processes
 from spine_helpers import agent_environment, journal_records, run_agent
 
-from agent.state import ProjectState
+from agent.journal import Journal
+from agent.recovery import recover_pending_step
+from agent.state import PendingStep, ProjectState
 from agent.store import read_state
 from tools.base import ToolContext, ToolSettings
 from tools.catalog import default_registry
@@ -138,3 +140,23 @@ def test_an_invalid_filter_regex_is_a_clear_tail_log_error(tmp_path: Path) -> No
     result = default_registry().execute("tail_log", {"path": str(log), "filter": "(", "regex": True}, context)
     assert not result.ok and result.error is not None
     assert result.error.startswith("filter is not a valid regular expression") and "traceback" not in result.error
+
+
+def test_a_crash_during_recovery_does_not_journal_a_second_result(tmp_path: Path) -> None:
+    """Found by the kill-and-resume chain: recovery journals the "interrupted" result of the call that was
+    running, but the state holding it is saved later; a kill in between made the next resume journal a
+    second result for the same call."""
+    journal = Journal(tmp_path / "journal.jsonl")
+    state = ProjectState(goal="recover twice", step=3)
+    call = {"kind": "tool_call", "id": "runbook-3-launch_engine", "tool": "launch_engine", "arguments": {}}
+    state.loop.pending = PendingStep(step=3, actions=[call])
+    journal.record("decision", step=3, thought="", actions=[call])
+    journal.record("intent", step=3, call_id=call["id"], tool=call["tool"], arguments={})
+    saved = state.model_dump_json()
+    for _ in range(2):  # the first recovery's state is never saved: the agent was killed right after it
+        recovered = ProjectState.model_validate_json(saved)
+        notes = recover_pending_step(recovered, journal)
+        assert [note.split(")")[-1].strip() for note in notes] == ["interrupted"]
+        assert recovered.loop.pending is not None and recovered.loop.pending.results[call["id"]]["interrupted"]
+    results = [entry for entry in journal.records() if entry["kind"] == "result"]
+    assert [(entry["call_id"], entry["interrupted"]) for entry in results] == [(call["id"], True)]
