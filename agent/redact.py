@@ -55,6 +55,11 @@ def register_secret(value: str | None) -> None:
 # Names built from a secret word that hold no secret (compared in lower case): diagnose_log's
 # "key_line" (the most telling log line), and shell variables whose values are plain paths.
 NOT_SECRET_NAMES = frozenset({"key_line", "pwd", "oldpwd", "ssh_auth_sock"})
+# A secret word next to one of these describes the secret (its count, kind, limit...), it is not one:
+# ``token_counts_from``, ``key_id``, ``auth_type`` hold no secret.
+NOT_SECRET_QUALIFIERS = frozenset({
+    "count", "counts", "usage", "limit", "limits", "budget", "len", "length", "from", "type", "kind", "id",
+    "ids", "line", "lines", "per", "rate", "used", "total", "max", "min", "num", "estimate", "estimated"})
 
 
 @functools.lru_cache(maxsize=4096)
@@ -63,6 +68,8 @@ def is_secret_name(name: str) -> bool:
     if name.lower() in NOT_SECRET_NAMES:
         return False
     words = [word.lower() for word in _WORD_BOUNDARY.split(name) if word]
+    if any(word in NOT_SECRET_QUALIFIERS for word in words):
+        return False
     return any(word in SECRET_WORDS for word in words)
 
 

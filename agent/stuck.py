@@ -18,8 +18,6 @@ from agent.actions import Ask, Observation
 from agent.events import Blocked
 from agent.state import ProjectState
 
-# Parts of the document that change every step without meaning progress.
-_VOLATILE_STATE_FIELDS = {"updated_at", "step", "usage", "loop", "notifications", "policy"}
 _VOLATILE_RESULT_FIELDS = {"duration_seconds", "full_output_path"}
 
 
@@ -27,8 +25,22 @@ def _digest(value: Any) -> str:
     return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def _tail(items: list[Any]) -> tuple[int, Any]:
+    return len(items), items[-1].model_dump(mode="json") if items else None
+
+
 def state_fingerprint(state: ProjectState) -> str:
-    return _digest(state.model_dump(mode="json", exclude=_VOLATILE_STATE_FIELDS))
+    """What counts as progress in the document, read in time independent of the run's length: the
+    append-only lists by their length and newest entry, the small mutable parts whole. (Timestamps,
+    the step counter, usage and the loop's bookkeeping change every step without meaning progress.)"""
+    return _digest({
+        "findings": _tail(state.findings), "benchmarks": _tail(state.benchmarks), "patches": _tail(state.patches),
+        "tasks": [task.model_dump(mode="json") for task in state.tasks], "next_steps": state.next_steps,
+        "processes": [(record.name, record.pid, record.state, record.exit_code) for record in state.processes],
+        "questions": [(question.id, question.answer) for question in state.questions],
+        "status": state.status, "summary": state.summary, "model": state.model.model_dump(mode="json"),
+        "probed_at": state.environment.probed_at,
+    })
 
 
 def observations_fingerprint(observations: list[Observation]) -> str:

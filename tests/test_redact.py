@@ -53,3 +53,12 @@ def test_the_working_directory_is_not_a_secret(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("DB_PWD", "hunter2-but-longer")
     assert redact_text("/srv/opsloop-checkout/.venv/bin/python") == "/srv/opsloop-checkout/.venv/bin/python"
     assert redact_text("login hunter2-but-longer") == f"login {MASK}"
+
+
+def test_names_that_describe_a_secret_are_not_secret() -> None:
+    from agent.redact import is_secret_name, redact_value
+
+    for name in ("token_counts_from", "key_id", "auth_type", "token_usage", "max_key_length"):
+        assert not is_secret_name(name), name
+    assert redact_value({"token_counts_from": "usage", "HF_TOKEN": "hf_abcdefghijklmnopqrstu"}) == {
+        "token_counts_from": "usage", "HF_TOKEN": "[REDACTED]"}

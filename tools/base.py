@@ -163,6 +163,7 @@ def _cap(value: Any, cap: int, marker: str) -> tuple[Any, bool]:
 class ToolRegistry:
     def __init__(self, tools: Iterable[AnyTool]) -> None:
         self._tools: dict[str, AnyTool] = {}
+        self._schemas: list[dict[str, Any]] | None = None
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name {tool.name}")
@@ -175,7 +176,10 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [self._tools[name].schema() for name in self.names()]
+        """The tools' JSON schemas, built once (pydantic schema generation is slow and tools never change)."""
+        if self._schemas is None:
+            self._schemas = [self._tools[name].schema() for name in self.names()]
+        return self._schemas
 
     def execute(self, name: str, raw_arguments: dict[str, Any] | str, context: ToolContext) -> ToolResult:
         """Run one tool call. Never raises, except NeedsApproval."""

@@ -76,13 +76,18 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
             chunk = read_since(path, args.since_offset, max_bytes=args.max_bytes)
             lines = [last_frame(line) for line in chunk.text.splitlines()]
             lines = [line for line in lines if keep is None or keep(line)][-args.lines:]
-            return TailLogOutput(log_path=str(path), lines=[redact_text(line) for line in lines],
+            return TailLogOutput(log_path=str(path), lines=_redacted(lines),
                                  start_offset=chunk.start_offset, new_offset=chunk.new_offset,
                                  file_size=chunk.file_size, more_available=chunk.more_available,
                                  restarted=chunk.restarted)
         tail = read_last_lines(path, args.lines, max_bytes=args.max_bytes,
                                keep=None if keep is None else lambda line: keep(last_frame(line)))
-        return TailLogOutput(log_path=str(path), lines=[redact_text(last_frame(line)) for line in tail.lines],
+        return TailLogOutput(log_path=str(path), lines=_redacted([last_frame(line) for line in tail.lines]),
                              start_offset=tail.start_offset, new_offset=tail.end_offset,
                              file_size=tail.file_size, more_available=False,
                              scan_limited=len(tail.lines) < args.lines and not tail.reached_start)
+
+
+def _redacted(lines: list[str]) -> list[str]:
+    """Redact the lines in one pass (secret patterns never span a line break)."""
+    return redact_text("\n".join(lines)).split("\n") if lines else []
