@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from agent.config import merge
 from tools.base import ToolArgs
 
 Stage = Literal["regenerate", "train", "export"]
@@ -126,16 +127,6 @@ def to_yaml(document: dict[str, Any], indent: int = 0) -> str:
     return "\n".join(line for line in lines if line) + "\n"
 
 
-def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def run_config(args: TrainDrafterArgs, *, run_id: str, output_dir: Path, train_data: str,
                capture_urls: list[str]) -> dict[str, Any]:
     """The ``specforge train`` run config (sections per engines.md §4.3)."""
@@ -164,7 +155,7 @@ def run_config(args: TrainDrafterArgs, *, run_id: str, output_dir: Path, train_d
             "mooncake_master_server_addr": "127.0.0.1:35551", "mooncake_protocol": "tcp"}
     config = {"model": model, "data": data, "training": training, "run_id": run_id,
               "output_dir": str(output_dir), "deployment": deployment}
-    return deep_merge(config, args.extra_config)
+    return merge(config, args.extra_config)
 
 
 def stage_commands(args: TrainDrafterArgs, *, python: str, output_dir: Path, config_path: Path,
