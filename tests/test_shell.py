@@ -132,6 +132,9 @@ def test_killing_the_agents_own_processes_runs(context: ToolContext) -> None:
     try:
         assert shell(context, f"kill -TERM {record.pid}").ok
         assert wait_for(lambda: not context.host.status(record.pid, record.create_time).alive)
+        # The supervisor starts the sleeper a moment after it is recorded; a process that appears between the
+        # guard's ownership check and its pattern match is (safely) taken for a foreign one.
+        assert wait_for(lambda: len(_group_members(marker_record.pid)) >= 2)
         assert shell(context, f"pkill -f 'sleeper.py {marker}'").ok
         assert wait_for(lambda: not context.host.status(marker_record.pid, marker_record.create_time).alive)
     finally:
@@ -190,3 +193,14 @@ def test_secrets_in_output_are_redacted(context: ToolContext) -> None:
     result = shell(context, f"echo {secret}", cwd=str(os.getcwd()))
     assert result.ok and result.output is not None
     assert secret not in result.output["stdout"] and secret not in result.output["command"]
+
+
+def _group_members(group: int) -> list[int]:
+    return [process.pid for process in psutil.process_iter() if _pgid(process.pid) == group]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
