@@ -78,7 +78,7 @@ class RunbookPolicy:
         elif observation.tool == "check_correctness":
             return self._on_correctness(state, progress, output)
         elif observation.tool == "run_bench":
-            self._on_bench(state, progress, output)
+            return self._on_bench(state, progress, output)
         elif observation.tool == "train_drafter":
             progress.training_job, progress.phase = str(output.get("name")), "train_sleep"
         elif observation.tool == "wait" and progress.phase == "train_sleep":
@@ -145,17 +145,24 @@ class RunbookPolicy:
                               "corruption or an INT4 MoE kernel); try disable_cuda_graph=true",
                    options=["KEY=VALUE settings to apply, then retry", "stop here"])
 
-    def _on_bench(self, state: ProjectState, progress: RunbookProgress, output: dict[str, Any]) -> None:
+    def _on_bench(self, state: ProjectState, progress: RunbookProgress, output: dict[str, Any]) -> Ask | None:
+        silent = [level for level in output.get("levels") or [] if not level.get("completed")]
+        if silent:  # no request answered: the engine stopped serving, and these figures mean nothing
+            errors = [str(error) for level in silent for error in level.get("errors") or []]
+            return self._on_error(state, progress, "run_bench", "every request failed at concurrency "
+                                  f"{', '.join(str(level.get('concurrency')) for level in silent)}; the engine may "
+                                  f"have stopped serving ({'; '.join(errors[:3]) or 'no error given'})")
         progress.benchmarks[f"{progress.purpose} {progress.bench_stage}"] = str(output.get("benchmark_id"))
         if progress.bench_stage == "single":
             progress.bench_stage = "peak"
-            return
+            return None
         progress.bench_stage = "single"
         if progress.purpose in calls.SPECULATIVE_PURPOSES:
             compare_finding(state, progress, progress.purpose, self.settings)
         elif progress.purpose == "baseline":
             state.upsert_task("baseline", status="done")
         progress.phase = "advance"
+        return None
 
     def _on_drafter_status(self, state: ProjectState, progress: RunbookProgress,
                            output: dict[str, Any]) -> Ask | None:
