@@ -20,6 +20,7 @@ import os
 import random
 from pathlib import Path
 
+import pytest
 from reliability_helpers import (
     CrashChain,
     EngineWatcher,
@@ -33,6 +34,7 @@ KILLS, GOAL = (300, "serve kimi with eagle3") if heavy() else (30, "serve kimi")
 STEP_BUDGET = 8
 
 
+@pytest.mark.timeout(4 * 3600 if heavy() else 600)
 def test_sigkill_at_random_points_then_resume_loses_nothing_and_reaches_done(tmp_path: Path) -> None:
     seed = int(os.environ.get("OPSLOOP_CRASH_SEED", "5"))
     rng = random.Random(seed)

@@ -140,6 +140,7 @@ def check(outcome: SoakOutcome) -> tuple[int, int]:
     return len(requests), faults
 
 
+@pytest.mark.timeout(3600 if heavy() else 300)
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
 def test_every_model_fault_is_recovered_or_saved_as_a_question(provider: ProviderName, stream: bool,
                                                                tmp_path: Path) -> None:
