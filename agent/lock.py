@@ -37,9 +37,12 @@ class StateDirectoryLock:
             holder = _read_pid(descriptor)
             os.close(descriptor)
             raise StateDirectoryLocked(str(self.state_dir), holder)
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-        os.fsync(descriptor)
+        try:
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+            os.fsync(descriptor)
+        except OSError:
+            pass  # a full disk: the lock is held all the same; the PID only tells a second agent who holds it
         self._descriptor = descriptor
 
     def release(self) -> None:
