@@ -41,20 +41,28 @@ def test_answering_a_budget_question_does_not_relaunch_a_verified_engine(state_d
     runbook relaunch the engine when the budget ran out in its benchmark phase, so every extension was
     spent on a stop, a launch and a correctness check, and the run never reached done."""
     blocked = run_agent("run", "--goal", "serve the model", "--sim", "h100-healthy", "--policy", "runbook",
-                        "--max-steps", "4", "--state-dir", state_dir, timeout=120)
-    assert blocked.returncode == 3, blocked.stderr[-2000:]
-    before = json.loads((state_dir / "latest.json").read_text())
+                        "--max-steps", "2", "--state-dir", state_dir, timeout=120)
+    for _ in range(8):  # one step at a time until the budget runs out in the benchmark phase
+        assert blocked.returncode == 3, blocked.stderr[-2000:]
+        before = json.loads((state_dir / "latest.json").read_text())
+        if before["loop"]["policy_state"]["runbook"]["phase"] == "bench":
+            break
+        blocked = run_agent("resume", state_dir / "latest.json", "--answer", "extend 1", timeout=120)
     assert before["loop"]["policy_state"]["runbook"]["phase"] == "bench"
-    assert [question["kind"] for question in before["questions"]] == ["limit"]
+    assert {question["kind"] for question in before["questions"]} == {"limit"}
+    launches_before = _launches(state_dir)
 
     resumed = run_agent("resume", state_dir / "latest.json", "--answer", "extend 100", timeout=120)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     after = json.loads((state_dir / "latest.json").read_text())
-    launches = [entry for entry in journal_records(state_dir)
-                if entry.get("kind") == "intent" and entry.get("tool") == "launch_engine"]
-    assert len(launches) == 1, "the engine was launched again after the budget answer"
-    assert [attempt["process"] for attempt in after["loop"]["policy_state"]["runbook"]["attempts"]] == ["engine-1"]
+    assert _launches(state_dir) == launches_before, "the engine was launched again after the budget answer"
+    assert len(after["loop"]["policy_state"]["runbook"]["attempts"]) == launches_before
     assert [record["label"] for record in after["benchmarks"]] == ["baseline single-stream", "baseline peak"]
+
+
+def _launches(state_dir: Path) -> int:
+    return sum(1 for entry in journal_records(state_dir)
+               if entry.get("kind") == "intent" and entry.get("tool") == "launch_engine")
 
 
 # Saves a state, then starts a sleeper through start_process with a checkpoint that SIGKILLs this very
