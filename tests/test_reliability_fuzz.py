@@ -163,16 +163,19 @@ EXPLAINED = {"OSError", "ValueError", "FileExistsError", "FileNotFoundError", "N
              "IsADirectoryError", "PermissionError", "UnicodeEncodeError"}
 
 
-def check_result(tool: str, result: ToolResult) -> None:
+def check_result(tool: str, result: ToolResult) -> str:
+    """Check one result; returns its outcome: ok, error, or the type of an internal failure."""
     assert isinstance(result, ToolResult) and result.tool == tool
     if result.ok:
         assert isinstance(result.output, dict)
-        return
+        return "ok"
     assert result.error and result.error.strip(), "a failure without a message"
     internal = INTERNAL_FAILURE.match(result.error)
-    if internal is not None:
-        assert Path(internal["path"]).is_file(), "the traceback of an internal failure was not saved"
-        assert internal["kind"] in EXPLAINED, f"{tool}: unexpected {internal['kind']}: {result.error[:300]}"
+    if internal is None:
+        return "error"
+    assert Path(internal["path"]).is_file(), "the traceback of an internal failure was not saved"
+    assert internal["kind"] in EXPLAINED, f"{tool}: unexpected {internal['kind']}: {result.error[:300]}"
+    return internal["kind"]
 
 
 @pytest.fixture(scope="module")
@@ -201,6 +204,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolCont
 def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: tuple[ToolContext, Path]) -> None:
     context, base = sandbox
     valid = bases(base, str(context.host.model_dir))[tool]  # type: ignore[attr-defined]
+    outcomes: dict[str, int] = {}
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -211,14 +215,17 @@ def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: 
             result = REGISTRY.execute(tool, arguments, context)
         except NeedsApproval as request:
             assert tool == "shell" and request.reason and request.evidence
+            outcomes["needs approval"] = outcomes.get("needs approval", 0) + 1
             return
         finally:
             if tool in ("launch_engine", "train_drafter"):
                 context.checkpoint()
                 kill_state_processes(context.state_dir)
-        check_result(tool, result)
+        outcome = check_result(tool, result)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
 
     run()
+    print(f"\n{tool}: {sum(outcomes.values())} calls, {dict(sorted(outcomes.items()))}")
     # The valid call itself still works after all that.
     if tool not in ("stop_engine", "engine_status", "revert_patch", "drafter_status", "run_bench"):
         result = REGISTRY.execute(tool, valid, context)
