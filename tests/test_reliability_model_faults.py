@@ -88,7 +88,9 @@ class SoakOutcome:
 def soak(tmp_path: Path, provider: ProviderName, stream: bool, turns: int, seed: int) -> SoakOutcome:
     """Run to the goal through every fault; answer each model_unavailable question and resume."""
     store = StateStore(tmp_path / "state")
-    store.save(ProjectState(goal="soak the model provider"))
+    state = ProjectState(goal="soak the model provider")
+    state.limits.max_steps = 10 * turns  # the budget is not what this soak is about
+    store.save(state)
     model = SoakModel(turns_to_finish=turns, api=provider, rng=random.Random(seed))
     retries: list[tuple[int, float, str]] = []
     runs = 0
