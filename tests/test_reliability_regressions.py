@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from reliability_helpers import kill_state_processes
-from spine_helpers import agent_environment, journal_records, run_agent
+from spine_helpers import agent_environment, journal_records, run_agent, write_script
 
 from agent.journal import Journal
 from agent.recovery import recover_pending_step
@@ -168,3 +169,23 @@ def test_a_crash_during_recovery_does_not_journal_a_second_result(tmp_path: Path
         assert recovered.loop.pending is not None and recovered.loop.pending.results[call["id"]]["interrupted"]
     results = [entry for entry in journal.records() if entry["kind"] == "result"]
     assert [(entry["call_id"], entry["interrupted"]) for entry in results] == [(call["id"], True)]
+
+
+def test_a_lock_file_that_cannot_be_written_is_not_a_traceback(tmp_path: Path) -> None:
+    """Found by the full-disk test: writing the holder's PID into agent.lock raised ENOSPC uncaught, so
+    ``agent resume`` on a full disk died with a traceback instead of the clear state-write error. Here
+    RLIMIT_FSIZE=0 makes every write fail (EFBIG), the lock's first."""
+    state_dir = tmp_path / "state"
+    script = write_script(tmp_path / "plan.json", [{"ask": "go?"}, {"finish": "done"}])
+    assert run_agent("run", "-g", "g", "--script", script, "--state-dir", state_dir).returncode == 3
+    before = (state_dir / "latest.json").read_bytes()
+
+    def no_writes() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    refused = subprocess.run([sys.executable, "-m", "agent", "resume", str(state_dir), "--answer", "yes"],
+                             capture_output=True, text=True, env=agent_environment(), preexec_fn=no_writes,
+                             timeout=60, check=False)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.startswith("agent: error: cannot write the state") and "File too large" in refused.stderr
+    assert (state_dir / "latest.json").read_bytes() == before
