@@ -69,16 +69,12 @@ class EngineWatcher:
         self.state_dir, self.interval = state_dir, interval
         self.most_alive = 0
         self.crowded: list[list[Identity]] = []  # samples with more than one engine alive
-        self.seen: dict[Identity, Identity | None] = {}
-        self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="engine-watcher", daemon=True)
 
     def _watch(self) -> None:
         while not self._stop.is_set():
             alive = engine_identities(self.state_dir)
-            self.samples += 1
-            self.seen.update(alive)
             self.most_alive = max(self.most_alive, len(alive))
             if len(alive) > 1:
                 self.crowded.append(sorted(alive))

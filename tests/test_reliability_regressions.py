@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reliability_helpers import kill_state_processes
@@ -157,7 +158,8 @@ def test_a_crash_during_recovery_does_not_journal_a_second_result(tmp_path: Path
     second result for the same call."""
     journal = Journal(tmp_path / "journal.jsonl")
     state = ProjectState(goal="recover twice", step=3)
-    call = {"kind": "tool_call", "id": "runbook-3-launch_engine", "tool": "launch_engine", "arguments": {}}
+    call: dict[str, Any] = {"kind": "tool_call", "id": "runbook-3-launch_engine", "tool": "launch_engine",
+                            "arguments": {}}
     state.loop.pending = PendingStep(step=3, actions=[call])
     journal.record("decision", step=3, thought="", actions=[call])
     journal.record("intent", step=3, call_id=call["id"], tool=call["tool"], arguments={})

@@ -228,16 +228,21 @@ def test_agents_racing_for_one_state_directory_exactly_one_runs(command: str, tm
         else:
             arguments = ["run", "-g", "race", "--script", str(script), "--state-dir", str(state_dir)]
         agents = [start_agent(*arguments) for _ in range(racers)]
+
+        def losers_gone(agents: list[subprocess.Popen[str]] = agents) -> bool:
+            return sum(agent.poll() is not None for agent in agents) == racers - 1
+
+        def working(state_dir: Path = state_dir) -> bool:
+            return any(entry.get("kind") == "intent" for entry in journal_records(state_dir))
+
         try:
-            assert wait_for(lambda agents=agents: sum(agent.poll() is not None for agent in agents) == racers - 1,
-                            timeout=60)
+            assert wait_for(losers_gone, timeout=60)
             [winner] = [agent for agent in agents if agent.poll() is None]
             for agent in agents:
                 if agent is not winner:
                     _, stderr = agent.communicate()
                     assert agent.returncode == 2 and f"(PID {winner.pid})" in stderr, stderr
-            assert wait_for(lambda state_dir=state_dir: any(
-                entry.get("kind") == "intent" for entry in journal_records(state_dir)))
+            assert wait_for(working)
             starts = [entry for entry in journal_records(state_dir) if entry.get("kind") == "start"]
             assert [entry["pid"] for entry in starts if entry["resumed"] == (command == "resume")] == [winner.pid]
         finally:
