@@ -79,6 +79,7 @@ class SoakOutcome:
     requests: list[RecordedRequest]
     rejections: list[str]
     retries: int
+    timeouts: int  # retries after a client-side timeout (a slow normal answer on a loaded machine is one too)
     questions: list[int]  # evidence lines of each model_unavailable question
     state: ProjectState
     runs: int
@@ -118,7 +119,8 @@ def soak(tmp_path: Path, provider: ProviderName, stream: bool, turns: int, seed:
         final = store.load()
         questions = [len(question.evidence) for question in final.questions if question.kind == "model_unavailable"]
         return SoakOutcome(requests=list(server.requests), rejections=list(server.rejections),
-                           retries=len(retries), questions=questions, state=final, runs=runs, model=model)
+                           retries=len(retries), timeouts=sum("time" in reason.lower() for *_, reason in retries),
+                           questions=questions, state=final, runs=runs, model=model)
 
 
 def check(outcome: SoakOutcome) -> tuple[int, int]:
@@ -130,7 +132,9 @@ def check(outcome: SoakOutcome) -> tuple[int, int]:
     assert all(request.answer in ("turn",) or request.answer.startswith("fault:") for request in requests)
     # Each HTTP fault was either retried, or was the last attempt of a decision that became a question.
     assert all(count == RETRY_ATTEMPTS for count in outcome.questions), outcome.questions
-    assert http_faults == outcome.retries + len(outcome.questions)
+    # A retry without an injected fault can only be a normal answer that missed the client's timeout.
+    unexplained = outcome.retries + len(outcome.questions) - http_faults
+    assert 0 <= unexplained <= outcome.timeouts, (http_faults, outcome.retries, outcome.timeouts)
     assert len(outcome.questions) == outcome.runs - 1
     # Each malformed call went back to the model as an error result naming the problem.
     results = {result.call_id: result for request in requests for result in request.tool_results()}
