@@ -98,7 +98,7 @@ def soak(tmp_path: Path, provider: ProviderName, stream: bool, turns: int, seed:
     with ModelServer(responder=model) as server:
         section = llm_section(server, provider, stream, request_timeout_seconds=REQUEST_TIMEOUT_SECONDS,
                               retry={"max_attempts": RETRY_ATTEMPTS, "max_total_seconds": 30.0},
-                              context={"window_budget_tokens": 4_000})  # a small window: compaction runs too
+                              context={"window_budget_tokens": 2_000})  # a small window: compaction runs too
         while runs < turns:
             runs += 1
             state = store.load()

@@ -43,8 +43,8 @@ def test_answering_a_budget_question_does_not_relaunch_a_verified_engine(state_d
     runbook relaunch the engine when the budget ran out in its benchmark phase, so every extension was
     spent on a stop, a launch and a correctness check, and the run never reached done."""
     blocked = run_agent("run", "--goal", "serve the model", "--sim", "h100-healthy", "--policy", "runbook",
-                        "--max-steps", "2", "--state-dir", state_dir, timeout=120)
-    for _ in range(8):  # one step at a time until the budget runs out in the benchmark phase
+                        "--max-steps", "4", "--state-dir", state_dir, timeout=120)
+    for _ in range(8):  # (one more step at a time if a busy port cost a launch) until it stops in the bench phase
         assert blocked.returncode == 3, blocked.stderr[-2000:]
         before = json.loads((state_dir / "latest.json").read_text())
         if before["loop"]["policy_state"]["runbook"]["phase"] == "bench":
