@@ -6,8 +6,7 @@ from agent.actions import Ask
 from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
 from agent.policies.runbook.progress import RunbookProgress
 from agent.state import ProjectState
-
-DEFAULT_PORTS = {"sglang": 30000, "vllm": 8000}
+from tools.engines.config import DEFAULT_PORTS
 
 
 def _ask(progress: RunbookProgress, kind: str, question: str, evidence: list[str], hypothesis: str) -> Ask:
