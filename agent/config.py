@@ -34,7 +34,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent.events import UsageError
-from agent.redact import register_secret
+from tools.mappings import merge
+from tools.redact import register_secret
 
 PolicyName = Literal["runbook", "scripted", "llm"]
 CONFIG_FILE_NAME = "agent.toml"
@@ -191,17 +192,6 @@ def nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     for key in reversed(path):
         result = {key: result}
     return dict(result)
-
-
-def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep merge of two nested mappings; values from ``top`` win, tables merge key by key."""
-    merged = dict(base)
-    for key, value in top.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _has_path(layer: Mapping[str, Any], path: tuple[str, ...]) -> bool:

@@ -14,7 +14,8 @@ from pathlib import Path
 from agent.actions import Ask
 from agent.events import UsageError
 from agent.limits import exhausted_limits, extend_limits
-from agent.state import ProjectState, Question, utc_now
+from agent.state import ProjectState, Question
+from tools.document import utc_now
 
 
 def record_question(state: ProjectState, ask: Ask) -> Question:

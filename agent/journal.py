@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agent.redact import redact_value
-from agent.state import utc_now
+from tools.document import utc_now
+from tools.redact import redact_value
 
 JOURNAL_FILE = "journal.jsonl"
 

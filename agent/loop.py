@@ -20,7 +20,7 @@ from agent.events import Blocked, GoalReached, LimitReached, RunFailed
 from agent.limits import check_limits
 from agent.policies.base import Policy, PolicyView
 from agent.recovery import NOT_RUN, recover_pending_step
-from agent.state import PendingStep, Question
+from agent.state import PendingStep, ProjectState, Question
 from agent.store import StateStore, StateWriteError
 from agent.stuck import StuckDetector
 from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
@@ -37,7 +37,9 @@ class Agent:
         self.policy, self.registry, self.context, self.store = policy, registry, context, store
         self.on_exit, self.progress = on_exit, progress
         self.stuck = stuck or StuckDetector()
-        self.state = context.state
+        if not isinstance(context.state, ProjectState):  # tools see only the ToolState part of it
+            raise TypeError("the agent's tool context must carry the project state document")
+        self.state: ProjectState = context.state
 
     def run(self) -> ExitEvent:
         """Run until done, blocked or failed; returns ``done``, ``blocked``, ``limit`` or ``failed``.

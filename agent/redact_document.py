@@ -1,6 +1,6 @@
 """Redacting a whole JSON document quickly: screen the serialized text, walk it only when needed.
 
-:func:`agent.redact.redact_value` walks every string of a document, which costs tens of
+:func:`tools.redact.redact_value` walks every string of a document, which costs tens of
 milliseconds for a state with thousands of findings, and the state is saved several times a step.
 Almost always nothing in it needs masking (tools redact what they record), so
 :func:`redact_json_document` first screens the JSON text with cheap substring searches; each check
@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any
 
-from agent.redact import MASK, SECRET_WORDS, is_secret_name, known_secret_values, redact_value
+from tools.redact import MASK, SECRET_WORDS, is_secret_name, known_secret_values, redact_value
 
 # Whitespace as it appears inside JSON strings: raw, or escaped as \t \n \r.
 _SPACE = r"(?:\s|\\[tnr])"
@@ -23,7 +23,7 @@ _ASSIGNED = (rf"(?:api[_-]?key|token|secret|password|passwd)[\"'\\]*{_SPACE}*[:=
              r"(?!\[redacted\])[^\s\"',;&]{6}")
 
 # Substrings to look for in the lower-cased text, each with the probe (a superset of a pattern of
-# agent.redact) tried where it occurs, and whether it may be part of a secret-looking key. Together
+# tools.redact) tried where it occurs, and whether it may be part of a secret-looking key. Together
 # the key anchors cover every word of SECRET_WORDS.
 _ANCHORS: list[tuple[str, re.Pattern[str] | None, bool]] = [
     (anchor, re.compile(probe) if probe else None, key) for anchor, probe, key in (

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.escalation import answer_command, resume_command
-from agent.state import BenchmarkRecord, ProjectState, Question, Task
+from agent.state import ProjectState, Question
+from tools.records import BenchmarkRecord, Task
 
 MAX_FINDINGS = 30
 MAX_METRIC_COLUMNS = 8

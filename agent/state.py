@@ -3,98 +3,33 @@
 Everything the agent knows lives here, so that a newcomer (or a fresh model context) can pick up the
 work from this document alone. The top-level field names are a contract read by other tools; add
 fields freely, but never rename or remove one without bumping ``SCHEMA_VERSION`` and migrating.
+
+The records tools leave here (processes, environment, tasks, patches, benchmarks) are the tools' own
+types (:mod:`tools.records`); this module composes them with the agent's own parts (findings,
+questions, usage, limits, the loop's bookkeeping). The document implements :class:`tools.base.ToolState`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from tools.document import Document, utc_now
+from tools.records import (
+    BenchmarkRecord,
+    Environment,
+    ModelInfo,
+    PatchRecord,
+    ProcessRecord,
+    Task,
+    TaskStatus,
+)
 
 SCHEMA_VERSION = 1
 
 RunStatus = Literal["running", "blocked", "done", "failed"]
-TaskStatus = Literal["pending", "in_progress", "done", "failed", "skipped"]
-ProcessState = Literal["starting", "loading", "ready", "running", "hung", "exited", "stopped", "unknown"]
-Interconnect = Literal["nvlink", "pcie", "none", "unknown"]
-
-
-def utc_now() -> str:
-    """ISO-8601 UTC timestamp with seconds precision, as stored throughout the document."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-class Document(BaseModel):
-    """Base for every part of the state: unknown keys are kept so newer writers do not lose data."""
-
-    model_config = ConfigDict(extra="allow", validate_assignment=False)
-
-
-class GpuInfo(Document):
-    index: int
-    name: str
-    compute_capability: str = ""
-    memory_total_mib: int = 0
-    memory_used_mib: int = 0
-    utilization_percent: int | None = None
-    temperature_c: int | None = None
-    ecc_errors_uncorrected: int | None = None
-    xid_errors: list[str] = Field(default_factory=list)
-
-
-class GpuLink(Document):
-    """How two GPUs talk to each other (one entry per unordered pair)."""
-
-    gpu_a: int
-    gpu_b: int
-    link: str = "unknown"  # nvidia-smi topo vocabulary: NV#, PIX, PXB, PHB, NODE, SYS
-    p2p_supported: bool | None = None
-
-
-class Environment(Document):
-    """Hardware and software found by probing the host."""
-
-    probed_at: str | None = None
-    host: str = "local"
-    simulated_scenario: str | None = None
-    gpus: list[GpuInfo] = Field(default_factory=list)
-    topology: list[GpuLink] = Field(default_factory=list)
-    interconnect: Interconnect = "unknown"
-    driver_version: str | None = None
-    cuda_version: str | None = None
-    gpu_probe_error: str | None = None
-    cpu_model: str | None = None
-    cpu_cores: int | None = None
-    ram_gib: float | None = None
-    disk_free_gib: float | None = None
-    engine_python: str | None = None
-    packages: dict[str, str | None] = Field(default_factory=dict)
-    # Model directories found on the host's disk (targets and drafters), e.g. under OPSLOOP_MODEL_DIRS.
-    models: list[ModelInfo] = Field(default_factory=list)
-    specforge_dir: str | None = None  # a SpecForge source checkout on the host (SPECFORGE_DIR), for scripts/
-    specforge_draft_configs: list[str] = Field(default_factory=list)  # <checkout>/configs/*.json
-    specforge_datasets: list[str] = Field(default_factory=list)  # <checkout>/cache/dataset/*.jsonl
-
-
-class ModelInfo(Document):
-    name: str | None = None
-    path: str | None = None
-    size_gib: float | None = None
-    architecture: str | None = None
-    num_layers: int | None = None
-    num_experts: int | None = None
-    attention: str | None = None
-    quantization: str | None = None
-    role: str | None = None  # "target" or "drafter" (an EAGLE draft model), when found by a probe
-
-
-class Task(Document):
-    id: str
-    title: str
-    status: TaskStatus = "pending"
-    notes: str = ""
 
 
 class Finding(Document):
@@ -102,41 +37,6 @@ class Finding(Document):
     summary: str
     evidence: list[str] = Field(default_factory=list)
     at: str = Field(default_factory=utc_now)
-
-
-class ProcessRecord(Document):
-    """A process the agent started. (pid, create_time) identifies it: a reused PID never matches."""
-
-    name: str
-    pid: int
-    create_time: float
-    argv: list[str]
-    env: dict[str, str] = Field(default_factory=dict)  # only the variables the agent set, redacted
-    log_path: str
-    port: int | None = None
-    started_at: str = Field(default_factory=utc_now)
-    state: ProcessState = "starting"
-    exit_code: int | None = None
-    kind: str = "process"  # "engine", "drafter_training", "shell", ...
-    config: dict[str, Any] = Field(default_factory=dict)  # e.g. the engine launch config
-    host_argv: list[str] = Field(default_factory=list)  # the command the host really ran, when translated
-
-
-class BenchmarkRecord(Document):
-    id: str
-    label: str
-    engine_config: dict[str, Any] = Field(default_factory=dict)
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    at: str = Field(default_factory=utc_now)
-
-
-class PatchRecord(Document):
-    id: str
-    path: str
-    backup_path: str
-    diff: str
-    applied_at: str = Field(default_factory=utc_now)
-    reverted: bool = False
 
 
 class Question(Document):
@@ -260,12 +160,15 @@ class ProjectState(Document):
     def pending_questions(self) -> list[Question]:
         return [question for question in self.questions if question.answer is None]
 
-    def process_named(self, name: str) -> ProcessRecord | None:
-        """The most recent process record with this name, if any."""
-        for record in reversed(self.processes):
-            if record.name == name:
-                return record
-        return None
-
     def next_id(self, prefix: str, existing: list[str]) -> str:
         return f"{prefix}{len(existing) + 1}"
+
+    def take_approval(self, evidence_line: str, approving_answers: tuple[str, ...]) -> str | None:
+        """The id of an answered, unused approval question with this evidence line (marked used), or None."""
+        for question in self.questions:
+            if question.kind != "approval" or question.answer is None or getattr(question, "approval_used", False):
+                continue
+            if evidence_line in question.evidence and question.answer.strip().lower().startswith(approving_answers):
+                question.approval_used = True  # type: ignore[attr-defined]  # an extra field of the document
+                return question.id
+        return None

@@ -19,7 +19,8 @@ from agent.events import UsageError
 from agent.journal import JOURNAL_FILE, Journal
 from agent.journal import StateWriteError as StateWriteError  # re-exported: callers meet it via the store
 from agent.redact_document import redact_json_document
-from agent.state import SCHEMA_VERSION, ProjectState, utc_now
+from agent.state import SCHEMA_VERSION, ProjectState
+from tools.document import utc_now
 
 LATEST_FILE = "latest.json"
 PREVIOUS_FILE = "previous.json"

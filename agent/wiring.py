@@ -24,7 +24,7 @@ from agent.store import StateStore
 from agent.stuck import StuckDetector
 from tools.base import ToolContext, ToolRegistry, ToolSettings
 from tools.catalog import default_registry
-from tools.host.base import Host
+from tools.hosts.base import Host
 
 Progress = Callable[[str], None]
 
@@ -44,13 +44,13 @@ def build_host(state: ProjectState, state_dir: Path) -> Host:
     """The simulated host when the run was started with ``--sim``, else the local machine."""
     scenario = state.run.simulated_scenario
     if scenario:
-        module = optional_module("tools.sim.host", "the simulated host (--sim)")
+        module = optional_module("tools.hosts.sim.host", "the simulated host (--sim)")
         try:
             host: Host = module.SimHost.from_scenario(scenario, state_dir)
         except (OSError, ValueError) as error:
             raise UsageError(f"cannot load simulation scenario {scenario!r}: {error}") from None
         return host
-    from tools.host.local import LocalHost
+    from tools.hosts.local import LocalHost
 
     return LocalHost()
 

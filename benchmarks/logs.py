@@ -30,7 +30,7 @@ from agent.state import ProjectState
 from benchmarks.common import emit, machine, note, percentile, ratio
 from benchmarks.log_files import write_log
 from tools.base import ToolContext, ToolRegistry, ToolSettings
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 from tools.logs.diagnose import diagnose_file
 from tools.logs.diagnose_tool import DiagnoseLogTool
 from tools.logs.library import load_library

@@ -26,7 +26,7 @@ from benchmarks.common import emit, machine, note, ratio, summary_ms
 from benchmarks.loop_timing import Clock, StepTiming, TimedPolicy, TimedRegistry, TimedStore, TimedStuckDetector
 from benchmarks.loop_workload import BENCH_EVERY, decision
 from tools.base import ToolContext, ToolSettings
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 
 TARGET_RATIO = 1.5
 TARGET_SAVE_MEDIAN_MS = 5.0

@@ -2,7 +2,7 @@
 
 The real LLM policy (built as the wiring builds it, default context settings unless overridden) runs
 in the real loop with a real store, and talks through the official SDK over HTTP to the loopback
-model server of the tests. The server plays a model that reads a log every step (about
+model server (``twin.model_api``). The server plays a model that reads a log every step (about
 ``--output-chars`` characters of tool output) and records a finding every tenth step, then finishes.
 Prompt tokens are counted on each request as the server receives it, the way the server counts them
 for its ``usage`` (4 characters a token over the system prompt, tools and messages).
@@ -23,10 +23,10 @@ from typing import Any
 from agent.state import ProjectState
 from agent.store import StateStore
 from benchmarks.common import emit, machine, note, percentile, ratio
-from tests.support.llm_harness import ProviderName, agent_for, make_policy
-from tests.support.model_script import ModelTurn, RecordedRequest, Step, ToolUse
-from tests.support.model_server import ModelServer
-from tests.support.model_wire import CHARS_PER_TOKEN
+from benchmarks.llm_agent import ProviderName, agent_for, make_policy
+from twin.model_api.script import ModelTurn, RecordedRequest, Step, ToolUse
+from twin.model_api.server import ModelServer
+from twin.model_api.wire import CHARS_PER_TOKEN
 
 TARGET_RATIO = 1.2
 

@@ -25,7 +25,7 @@ from typing import Any
 import psutil
 
 from benchmarks.common import REPO_ROOT, child_environment, emit, machine, note
-from tools.sim.loader import builtin_names
+from twin.loader import builtin_names
 
 GOALS = {"kimi-sm120": "serve kimi with eagle3", "vllm-eagle3": "serve kimi with eagle3"}
 DEFAULT_GOAL = "serve the model"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent.state import ProjectState
 from tools.base import ToolContext, ToolSettings
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 
 FAKES = Path(__file__).resolve().parent / "fake_processes"
 

@@ -26,7 +26,7 @@ from agent.state import ProjectState
 from agent.store import read_state
 
 EXIT_DONE, EXIT_BLOCKED = 0, 3
-ENGINE_MODULE = "tools.sim.engine"
+ENGINE_MODULE = "twin.engine"
 
 
 def heavy() -> bool:

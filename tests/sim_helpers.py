@@ -127,7 +127,7 @@ class EngineProcess:
                  env: dict[str, str] | None = None) -> None:
         self.log_path = sim_root.parent / f"engine-{free_port()}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "tools.sim.engine", "--scenario", str(scenario), "--sim-root", str(sim_root),
+        argv = [sys.executable, "-m", "twin.engine", "--scenario", str(scenario), "--sim-root", str(sim_root),
                 "--engine", engine, "--", *flags]
         with self.log_path.open("w") as log:
             self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,

@@ -13,12 +13,12 @@ import pytest
 from bench_helpers import fake_server
 from ops_helpers import make_context
 
-from agent.state import ProcessRecord
 from tools.base import ToolContext, ToolRegistry, ToolResult
 from tools.bench import sglang_backend
 from tools.bench.correctness import PROBES, judge, repetition_problem
 from tools.bench.runner import BenchParams
 from tools.bench.tools import CheckCorrectnessTool, RunBenchTool
+from tools.records import ProcessRecord
 
 
 def call(context: ToolContext, name: str, arguments: dict[str, object]) -> ToolResult:

@@ -8,7 +8,7 @@ import pytest
 
 from agent.config import choose_policy, load_config
 from agent.events import UsageError
-from agent.redact import redact_text
+from tools.redact import redact_text
 
 
 def _write(path: Path, text: str) -> Path:

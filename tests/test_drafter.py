@@ -11,13 +11,13 @@ import pytest
 from bench_helpers import fake_server
 from ops_helpers import make_context, wait_for
 
-from agent.state import ProcessRecord
 from tools.base import ToolContext, ToolRegistry, ToolResult
-from tools.drafter import DrafterStatusTool, TrainDrafterTool
-from tools.drafter_plan import to_yaml
-from tools.drafter_progress import DrafterProgress, apply_line
+from tools.drafter.plan import to_yaml
+from tools.drafter.progress import DrafterProgress, apply_line
+from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
 from tools.processes import stop_process
-from tools.sim.specforge.config import parse_yaml
+from tools.records import ProcessRecord
+from twin.specforge.config import parse_yaml
 
 FAKES = Path(__file__).resolve().parent / "fake_specforge"
 
@@ -182,8 +182,8 @@ def test_run_config_yaml_reads_back_with_types() -> None:
 
 
 def test_the_simulated_host_runs_the_same_pipeline_with_its_specforge_stand_in(tmp_path: Path) -> None:
-    from tools.sim.datasets import generic_records, write_jsonl
-    from tools.sim.host import SimHost
+    from tools.hosts.sim.host import SimHost
+    from twin.datasets import generic_records, write_jsonl
 
     host = SimHost.from_scenario("h100-healthy", tmp_path / "state")
     context = make_context(tmp_path, host=host)
@@ -197,5 +197,5 @@ def test_the_simulated_host_runs_the_same_pipeline_with_its_specforge_stand_in(t
     assert result.output["state"] == "done", result.output["progress"]
     assert result.output["progress"]["step"] == 30 and result.output["progress"]["loss"] is not None
     plan = json.loads((Path(result.output["config_path"]).parent / "opsloop-plan.json").read_text())
-    assert all(stage["host_argv"][1:3] == ["-m", "tools.sim.specforge"] for stage in plan["stages"])
+    assert all(stage["host_argv"][1:3] == ["-m", "twin.specforge"] for stage in plan["stages"])
     assert (Path(result.output["exported_path"]) / "config.json").is_file()

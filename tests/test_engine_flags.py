@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tools.engines.command import FlagError, build_command
+from tools.engines.build import build_command
+from tools.engines.command import FlagError
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.versions import parse_release
 from tools.logs.library import load_library

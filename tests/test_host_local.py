@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 from ops_helpers import fake, wait_for
 
-from tools.host.local import LocalHost
-from tools.host.nvml import NO_GPU_PREFIX
+from tools.hosts.local import LocalHost
+from tools.hosts.nvml import NO_GPU_PREFIX
 
 
 def test_run_captures_output_and_exit_code(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_probe_without_nvidia_driver_is_a_clear_result() -> None:
 def test_probe_without_the_nvml_binding(tmp_path: Path) -> None:
     # A separate interpreter in which the binding cannot be imported, as on a host without nvidia-ml-py.
     code = ("import sys; sys.modules['pynvml'] = None\n"
-            "from tools.host.local import LocalHost\n"
+            "from tools.hosts.local import LocalHost\n"
             "host = LocalHost()\n"
             "print(host.probe_gpus().error); print(host.gpu_memory_used_mib())")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
@@ -128,7 +128,7 @@ def test_probe_without_the_nvml_binding(tmp_path: Path) -> None:
 def _probe_with_stand_in_nvml(extra_env: dict[str, str]) -> dict[str, object]:
     # A child interpreter whose `pynvml` is tests/fake_modules/pynvml.py: a 4-GPU box without a driver.
     root = Path(__file__).resolve().parents[1]
-    code = ("from tools.host.local import LocalHost\n"
+    code = ("from tools.hosts.local import LocalHost\n"
             "host = LocalHost()\n"
             "import json; print(json.dumps({'probe': host.probe_gpus().model_dump(mode='json'),"
             " 'memory': host.gpu_memory_used_mib()}))")

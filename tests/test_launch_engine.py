@@ -18,7 +18,7 @@ from agent.state import ProjectState
 from tools.base import ToolContext, ToolRegistry
 from tools.engines.control import EngineStatusTool, StopEngineTool
 from tools.engines.launch import LaunchEngineTool
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 from tools.processes import reconcile_processes
 
 

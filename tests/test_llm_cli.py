@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from spine_helpers import agent_environment, run_agent
-from support.model_script import ModelTurn, ToolUse
-from support.model_server import ModelServer
+
+from twin.model_api.script import ModelTurn, ToolUse
+from twin.model_api.server import ModelServer
 
 ASK: dict[str, Any] = {"question": "Which GPUs may the server use?", "evidence": ["GPU 3: Xid 79"],
        "hypothesis": "GPU 3 is faulty; the other seven are fine.", "options": ["0-2,4-7", "all"]}

@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 from support.llm_harness import ProviderName, agent_for, execute, make_policy, view
-from support.model_responders import reading_loop
-from support.model_script import RecordedRequest
-from support.model_server import ModelServer
 
 from agent.actions import Finish, Observation, ToolCall
 from agent.policies.llm import LlmPolicy
@@ -22,6 +19,9 @@ from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRe
 from agent.state import ProjectState
 from agent.store import StateStore
 from prompts import load_prompt
+from twin.model_api.responders import reading_loop
+from twin.model_api.script import RecordedRequest
+from twin.model_api.server import ModelServer
 
 SMALL = {"window_budget_tokens": 3_000, "state_document_max_tokens": 1_500, "keep_recent_turns": 4,
          "result_max_chars": 3_000, "pruned_result_keep_chars": 100}

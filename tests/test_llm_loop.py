@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from support.llm_harness import ProviderName, agent_for, make_policy, view
-from support.model_script import Fault, ModelTurn, ToolUse
-from support.model_server import ModelServer
 
 from agent.escalation import answer_question
 from agent.policies.llm.transcript import TRANSCRIPT_FILE
 from agent.state import ProjectState
 from agent.store import StateStore
+from twin.model_api.script import Fault, ModelTurn, ToolUse
+from twin.model_api.server import ModelServer
 
 ASK = {"question": "Which port may the server use?", "evidence": ["port 30000: address already in use"],
        "hypothesis": "Another service holds port 30000.", "options": ["30001", "stop the other service"]}

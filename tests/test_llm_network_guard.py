@@ -7,8 +7,9 @@ import socket
 import anthropic
 import pytest
 from support import network_guard
-from support.model_script import ModelTurn
-from support.model_server import ModelServer
+
+from twin.model_api.script import ModelTurn
+from twin.model_api.server import ModelServer
 
 
 def test_a_lookup_of_a_remote_host_is_refused_and_recorded() -> None:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 from support.llm_harness import MODE_IDS, MODES, ProviderName, execute, make_policy, view
-from support.model_script import ModelTurn, ToolUse
-from support.model_server import ModelServer
 
 from agent.actions import Ask, Finish, Observation, ToolCall
 from agent.policies.llm.pricing import ModelPrice, TokenCounts, cost_usd
 from agent.state import ProjectState, Question
 from prompts import load_prompt
+from twin.model_api.script import ModelTurn, ToolUse
+from twin.model_api.server import ModelServer
 
 ASK = {"question": "May I reboot the host?", "context": "GPU 3 fell off the bus.",
        "evidence": ["NVRM: Xid 79, GPU has fallen off the bus"], "options": ["reboot", "stop"],

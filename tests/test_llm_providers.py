@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 from support.llm_harness import MODE_IDS, MODES, ProviderName
-from support.model_script import ModelTurn, ToolUse
-from support.model_server import ModelServer
 
 from agent.policies.llm import LlmSettings, make_provider
 from agent.policies.llm.reply import ModelRequest, Provider
 from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRecord, UserTurn, paired_results
+from twin.model_api.script import ModelTurn, ToolUse
+from twin.model_api.server import ModelServer
 
 TOOLS = [{"name": "emit", "description": "Return text.", "input_schema": {"type": "object"}},
          {"name": "tail_log", "description": "Read a log.", "input_schema": {"type": "object"}}]

@@ -17,13 +17,13 @@ from support.llm_harness import (
     make_policy,
     view,
 )
-from support.model_responders import reading_loop, with_random_faults
-from support.model_script import Fault, ModelTurn, ToolUse
-from support.model_server import ModelServer
 
 from agent.actions import Ask, Observation, ToolCall
 from agent.policies.llm import build_llm_policy
 from agent.state import ProjectState
+from twin.model_api.responders import reading_loop, with_random_faults
+from twin.model_api.script import Fault, ModelTurn, ToolUse
+from twin.model_api.server import ModelServer
 
 GOOD = ModelTurn(text="Checking the engine.", tool_calls=[ToolUse("emit", {"text": "status"})])
 

@@ -18,7 +18,7 @@ from agent.store import StateStore
 from agent.stuck import StuckDetector
 from tools.base import NeedsApproval, Tool, ToolArgs, ToolContext, ToolOutput, ToolRegistry, ToolSettings
 from tools.catalog import default_tools
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 
 
 class GuardedArgs(ToolArgs):

@@ -10,10 +10,10 @@ import pytest
 
 from agent.state import ProjectState
 from tools.base import ToolContext, ToolRegistry, ToolResult, ToolSettings
-from tools.host.local import LocalHost
-from tools.patch import PatchFileTool, RevertPatchTool
-from tools.unified_diff import make_diff
-from tools.write_guard import WriteRefused, confine, write_bytes_atomic
+from tools.hosts.local import LocalHost
+from tools.patch.tools import PatchFileTool, RevertPatchTool
+from tools.patch.unified_diff import make_diff
+from tools.patch.write_guard import WriteRefused, confine, write_bytes_atomic
 
 ORIGINAL = "def capture_layers(model):\n    return [2, 30, 58]\n\n\ndef other():\n    return 1\n"
 

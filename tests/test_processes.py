@@ -9,10 +9,11 @@ from pathlib import Path
 import psutil
 from ops_helpers import fake, make_context, wait_for
 
-from agent.redact import MASK
-from agent.state import ProcessRecord, ProjectState
-from tools.host.local import LocalHost
+from agent.state import ProjectState
+from tools.hosts.local import LocalHost
 from tools.processes import live_processes, reconcile_processes, refresh, start_process, stop_process
+from tools.records import ProcessRecord
+from tools.redact import MASK
 
 
 def test_start_records_redacted_env_and_checkpoints(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from agent.state import PendingStep, ProjectState
 from agent.store import StateStore
 from tools.base import ToolContext, ToolResult, ToolSettings
 from tools.catalog import default_registry
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 
 
 def _call(call_id: str, summary: str) -> dict[str, Any]:

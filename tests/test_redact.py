@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.redact import MASK, is_secret_name, redact_env, redact_text, redact_value
+from tools.redact import MASK, is_secret_name, redact_env, redact_text, redact_value
 
 
 @pytest.mark.parametrize("name", ["api_key", "HF_TOKEN", "OPENAI_API_KEY", "password", "X-Auth-Token",
@@ -56,7 +56,7 @@ def test_the_working_directory_is_not_a_secret(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_names_that_describe_a_secret_are_not_secret() -> None:
-    from agent.redact import is_secret_name, redact_value
+    from tools.redact import is_secret_name, redact_value
 
     for name in ("token_counts_from", "key_id", "auth_type", "token_usage", "max_key_length"):
         assert not is_secret_name(name), name

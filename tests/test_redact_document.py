@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.redact import MASK, redact_value, register_secret
 from agent.redact_document import redact_json_document
+from tools.redact import MASK, redact_value, register_secret
 
 REGISTERED = "plain-registered-value-42 \u00e9\"quoted\""  # as a config file's password might be
 register_secret(REGISTERED)

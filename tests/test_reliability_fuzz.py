@@ -33,10 +33,10 @@ from agent.state import ProjectState
 from agent.store import StateFileError, StateStore, read_state
 from tools.base import NeedsApproval, ToolContext, ToolResult, ToolSettings
 from tools.catalog import default_registry
-from tools.shell_guard import GuardContext, judge
-from tools.shell_parse import ParseError
-from tools.sim.host import SimHost
-from tools.sim.loader import ScenarioError, builtin_names, load_scenario, resolve_scenario_path
+from tools.hosts.sim.host import SimHost
+from tools.shell.guard import GuardContext, judge
+from tools.shell.parse import ParseError
+from twin.loader import ScenarioError, builtin_names, load_scenario, resolve_scenario_path
 
 EXAMPLES = 400 if heavy() else 20
 REGISTRY = default_registry()

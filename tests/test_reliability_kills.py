@@ -23,7 +23,7 @@ from agent.state import ProjectState
 from agent.store import StateStore
 from tools.base import ToolContext, ToolSettings
 from tools.catalog import default_registry
-from tools.sim.host import SimHost
+from tools.hosts.sim.host import SimHost
 
 REGISTRY = default_registry()
 

@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 from reliability_helpers import heavy
 from support.llm_harness import MODE_IDS, MODES, TEST_KEYS, ProviderName, SleepRecorder, agent_for, llm_section
-from support.model_script import Fault, ModelTurn, RecordedRequest, Step, ToolUse
-from support.model_server import ModelServer
 
 from agent.escalation import answer_question
 from agent.policies.llm import build_llm_policy
 from agent.state import ProjectState
 from agent.store import StateStore
+from twin.model_api.script import Fault, ModelTurn, RecordedRequest, Step, ToolUse
+from twin.model_api.server import ModelServer
 
 FAULT_RATE = 0.35
 RETRY_ATTEMPTS = 3

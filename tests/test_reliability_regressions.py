@@ -26,9 +26,9 @@ from agent.state import PendingStep, ProjectState
 from agent.store import read_state
 from tools.base import ToolContext, ToolSettings
 from tools.catalog import default_registry
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 from tools.processes import SPAWN_MARKER, reconcile_processes, stop_process
-from tools.sim.loader import ScenarioError, load_scenario, resolve_scenario_path
+from twin.loader import ScenarioError, load_scenario, resolve_scenario_path
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ from pathlib import Path
 from agent.state import ProjectState
 from agent.store import StateStore
 from tools.base import ToolContext, ToolSettings
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 from tools.processes import start_process
 
 state_dir, sleeper = Path(sys.argv[1]), sys.argv[2]

@@ -17,7 +17,7 @@ from pathlib import Path
 from reliability_helpers import kill_state_processes
 from spine_helpers import HttpReceiver, SmtpSink, agent_environment, run_agent, write_script
 
-from tools.sim.loader import load_scenario
+from twin.loader import load_scenario
 
 ANTHROPIC_KEY = "sk-ant-api03-" + "Zq9" * 15
 OPENAI_KEY = "sk-proj-" + "Yw8" * 15

@@ -22,12 +22,13 @@ import pytest
 from reliability_helpers import heavy
 from spine_helpers import journal_records, run_agent, start_agent, wait_for, write_script
 
-from agent.state import ProcessRecord, ProjectState
+from agent.state import ProjectState
 from tools.base import NeedsApproval, ToolContext, ToolSettings
 from tools.catalog import default_registry
-from tools.host.base import CommandResult
-from tools.host.local import LocalHost
+from tools.hosts.base import CommandResult
+from tools.hosts.local import LocalHost
 from tools.processes import reconcile_processes
+from tools.records import ProcessRecord
 
 REGISTRY = default_registry()
 SLEEPER = Path(__file__).parent / "fake_processes" / "sleeper.py"

@@ -7,7 +7,9 @@ from pathlib import Path
 from agent.actions import Ask
 from agent.escalation import record_question
 from agent.render import render_report, render_status
-from agent.state import BenchmarkRecord, GpuInfo, ProcessRecord, ProjectState
+from agent.state import ProjectState
+from tools.hosts.base import GpuInfo
+from tools.records import BenchmarkRecord, ProcessRecord
 
 
 def _state() -> ProjectState:

@@ -6,7 +6,8 @@ from agent.policies.runbook.answers import apply_answer, settings_in
 from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
 from agent.policies.runbook.progress import RunbookProgress
 from agent.policies.runbook.remedies import applicable, apply_remedy
-from agent.state import ModelInfo, ProjectState
+from agent.state import ProjectState
+from tools.records import ModelInfo
 
 
 def test_goal_names_engine_speculation_and_model() -> None:

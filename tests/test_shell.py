@@ -17,10 +17,10 @@ from ops_helpers import fake, make_context, wait_for
 from agent.actions import Ask
 from agent.escalation import answer_question, record_question
 from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
-from tools.host.base import CommandResult
-from tools.host.local import LocalHost
+from tools.hosts.base import CommandResult
+from tools.hosts.local import LocalHost
 from tools.processes import start_process, stop_process
-from tools.shell import ShellTool
+from tools.shell.tool import ShellTool
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sim_helpers import EngineProcess, free_port, http_get, wait_healthy, write_scenario
 
-from tools.sim.ledger import memory_in_use
+from twin.ledger import memory_in_use
 
 SM120_RULES = """
 [[rules]]

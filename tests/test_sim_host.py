@@ -12,9 +12,9 @@ from sim_helpers import free_port, wait_healthy, write_scenario
 
 from agent.state import ProjectState
 from tools.base import ToolContext, ToolSettings
+from tools.hosts.sim.host import SimHost
+from tools.hosts.sim.translate import Translator
 from tools.probe import ProbeSystemArgs, ProbeSystemTool
-from tools.sim.host import SimHost
-from tools.sim.translate import Translator
 
 
 def test_probe_gpus_reports_the_seed_hardware(tmp_path: Path) -> None:
@@ -47,18 +47,18 @@ def test_translation_covers_the_real_command_lines(tmp_path: Path) -> None:
     translator = Translator(tmp_path / "s.toml", tmp_path / "root")
     prefix = [sys.executable, "-m"]
     sglang = translator.translate(["/venv/bin/python3", "-u", "-m", "sglang.launch_server", "--model-path", "m"])
-    assert sglang[:3] == [*prefix, "tools.sim.engine"] and sglang[-4:] == ["module", "--", "--model-path", "m"]
+    assert sglang[:3] == [*prefix, "twin.engine"] and sglang[-4:] == ["module", "--", "--model-path", "m"]
     assert translator.translate(["sglang", "serve", "--tp", "8"])[-5:] == ["--entry", "script", "--", "--tp", "8"]
     vllm = translator.translate(["/venv/bin/vllm", "serve", "model", "-tp", "8"])
     assert "--engine" in vllm and vllm[vllm.index("--engine") + 1] == "vllm" and vllm[-3:] == ["model", "-tp", "8"]
     old_vllm = translator.translate(["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"])
     assert old_vllm[-3:] == ["--", "--model", "m"]
     train = translator.translate(["specforge", "train", "--config", "run.yaml"])
-    assert train[2] == "tools.sim.specforge" and train[-4:] == ["--", "train", "--config", "run.yaml"]
+    assert train[2] == "twin.specforge" and train[-4:] == ["--", "train", "--config", "run.yaml"]
     regenerate = translator.translate(["python", "/src/SpecForge/scripts/regenerate_train_data.py", "--model", "m"])
-    assert regenerate[2] == "tools.sim.regenerate" and regenerate[-3:] == ["--", "--model", "m"]
+    assert regenerate[2] == "twin.regenerate" and regenerate[-3:] == ["--", "--model", "m"]
     snippet = translator.translate(["/opt/env/bin/python3.11", "-c", "print(1)", "arg"])
-    assert snippet[2] == "tools.sim.fakepython" and snippet[-3:] == ["-c", "print(1)", "arg"]
+    assert snippet[2] == "twin.fakepython" and snippet[-3:] == ["-c", "print(1)", "arg"]
     assert translator.translate(["nvidia-smi", "-L"])[-3:] == ["--", "nvidia-smi", "-L"]
     assert translator.translate(sglang) == sglang  # already translated
     assert translator.translate(["ls", "-l"]) == ["ls", "-l"]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from sim_helpers import scenario_text, write_scenario
 
-from tools.sim.loader import ScenarioError, builtin_names, load_scenario
-from tools.sim.rules import Condition, LaunchFacts, When
+from twin.loader import ScenarioError, builtin_names, load_scenario
+from twin.rules import Condition, LaunchFacts, When
 
 BUILTINS = {"kimi-sm120", "vllm-eagle3", "h100-healthy", "oom", "cuda-graph", "port-in-use", "gpu-fault",
             "unknown-crash"}

@@ -15,9 +15,9 @@ import httpx
 import pytest
 from sim_helpers import EngineProcess, free_port, http_get, http_post, wait_healthy, write_scenario
 
-from tools.sim.layout import SimLayout, materialize
-from tools.sim.loader import load_scenario
-from tools.sim.quality import per_position_from_length, write_quality
+from twin.layout import SimLayout, materialize
+from twin.loader import load_scenario
+from twin.quality import per_position_from_length, write_quality
 
 GARBLED = """
 [[modifiers]]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sim_helpers import free_port, http_get, http_post, wait_healthy, write_scenario
 
-from tools.sim.host import SimHost
-from tools.sim.specforge.config import ConfigError, apply_override, check_schema, parse_yaml
+from tools.hosts.sim.host import SimHost
+from twin.specforge.config import ConfigError, apply_override, check_schema, parse_yaml
 
 RUN_YAML = """\
 # EAGLE-3 for the test target

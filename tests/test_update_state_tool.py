@@ -8,7 +8,7 @@ from pathlib import Path
 from agent.state import ProjectState
 from tools.base import ToolContext, ToolSettings
 from tools.catalog import default_registry
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 
 
 def _context(tmp_path: Path) -> ToolContext:

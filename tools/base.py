@@ -17,14 +17,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent.state import ProjectState
+from tools.records import BenchmarkRecord, Environment, ModelInfo, PatchRecord, ProcessRecord, Task, TaskStatus
 
 if TYPE_CHECKING:
-    from tools.host.base import Host
+    from tools.hosts.base import Host
 
 DEFAULT_OUTPUT_CAP_CHARS = 8_000
 
@@ -77,11 +77,48 @@ class ToolSettings:
     hang_after_seconds: float = 600.0
 
 
+class ToolState(Protocol):
+    """The part of the agent's state document a tool may read and write, and nothing more.
+
+    The agent's document (``agent.state.ProjectState``) implements it; tools never import the agent.
+    Records are the tools' own types (:mod:`tools.records`), mutated in place: a tool appends the
+    process it started, updates a record's state, replaces the probed environment.
+    """
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def step(self) -> int: ...
+
+    environment: Environment
+    model: ModelInfo
+    processes: list[ProcessRecord]
+    tasks: list[Task]
+    patches: list[PatchRecord]
+    benchmarks: list[BenchmarkRecord]
+    next_steps: list[str]
+
+    def add_finding(self, summary: str, evidence: list[str] | None = None) -> object:
+        """Record what was learned, at the current step, with its evidence."""
+
+    def upsert_task(self, task_id: str, title: str | None = None, status: TaskStatus | None = None,
+                    notes: str | None = None) -> Task:
+        """Add the task, or change the given fields of the task with this id."""
+
+    def next_id(self, prefix: str, existing: list[str]) -> str:
+        """A new id such as ``patch3`` for a list of records with ``existing`` ids."""
+
+    def take_approval(self, evidence_line: str, approving_answers: tuple[str, ...]) -> str | None:
+        """The id of an answered, unused approval question with this evidence line whose answer starts
+        with one of ``approving_answers`` (it is marked used), or None."""
+
+
 @dataclass
 class ToolContext:
-    """What a running tool may touch. Tools record their findings into ``state`` directly."""
+    """What a running tool may touch. Tools record what they learn into ``state`` directly."""
 
-    state: ProjectState
+    state: ToolState
     state_dir: Path
     host: Host
     settings: ToolSettings

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from tools.base import AnyTool, ToolRegistry
 from tools.bench.tools import CheckCorrectnessTool, RunBenchTool
-from tools.drafter import DrafterStatusTool, TrainDrafterTool
+from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
 from tools.engines.control import EngineStatusTool, StopEngineTool
 from tools.engines.launch import LaunchEngineTool
 from tools.logs.diagnose_tool import DiagnoseLogTool
 from tools.logs.tail_tool import TailLogTool
-from tools.patch import PatchFileTool, RevertPatchTool
+from tools.patch.tools import PatchFileTool, RevertPatchTool
 from tools.probe import ProbeSystemTool
-from tools.shell import ShellTool
+from tools.shell.tool import ShellTool
 from tools.update_state import UpdateStateTool
 from tools.wait import WaitTool
 

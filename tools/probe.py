@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agent.state import Environment, ModelInfo, utc_now
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
-from tools.host.base import Host
+from tools.document import utc_now
+from tools.hosts.base import Host
+from tools.records import Environment, ModelInfo
 
 # Report key -> distribution names to try, first found wins.
 PACKAGES: dict[str, list[str]] = {

@@ -16,12 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.redact import redact_env, redact_text, redact_value
-from agent.state import ProcessRecord, ProjectState
-from tools.base import ToolContext, ToolError
-from tools.host.base import Host, ProcessStatus
+from tools.base import ToolContext, ToolError, ToolState
+from tools.hosts.base import Host, ProcessStatus
+from tools.records import ProcessRecord, is_live
+from tools.redact import redact_env, redact_text, redact_value
 
-LIVE_STATES = frozenset({"starting", "loading", "ready", "running", "hung", "unknown"})
 # Every spawned process carries its run, name, kind and log here, so that a resume can adopt one the agent
 # was killed too early to record (between spawning it and saving the state).
 SPAWN_MARKER = "OPSLOOP_SPAWNED"
@@ -40,15 +39,11 @@ class StopOutcome(BaseModel):
     message: str
 
 
-def is_live(record: ProcessRecord) -> bool:
-    return record.state in LIVE_STATES
-
-
-def live_processes(state: ProjectState, kind: str | None = None) -> list[ProcessRecord]:
+def live_processes(state: ToolState, kind: str | None = None) -> list[ProcessRecord]:
     return [record for record in state.processes if is_live(record) and (kind is None or record.kind == kind)]
 
 
-def resolve_process(state: ProjectState, name: str | None, kind: str | None = None) -> ProcessRecord:
+def resolve_process(state: ToolState, name: str | None, kind: str | None = None) -> ProcessRecord:
     """The newest record with this name (or, without a name, the newest of this kind); ToolError if none."""
     candidates = [record for record in state.processes if kind is None or record.kind == kind]
     if name is not None:
@@ -140,7 +135,7 @@ def stop_process(record: ProcessRecord, host: Host, *, grace_seconds: float = DE
     return outcome
 
 
-def reconcile_processes(state: ProjectState, host: Host) -> list[str]:
+def reconcile_processes(state: ToolState, host: Host) -> list[str]:
     """On resume: re-adopt live records whose (pid, create_time) still match; mark the rest exited.
 
     Returns one human-readable line per live record examined. Nothing is signalled here. Processes this
@@ -165,7 +160,7 @@ def reconcile_processes(state: ProjectState, host: Host) -> list[str]:
     return notes
 
 
-def _adopt_unrecorded(state: ProjectState, host: Host) -> list[str]:
+def _adopt_unrecorded(state: ToolState, host: Host) -> list[str]:
     notes = []
     for found in host.find_marked(SPAWN_MARKER):
         try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from agent.state import TaskStatus
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
+from tools.records import TaskStatus
 
 
 class TaskUpdate(ToolArgs):

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from agent.events import UsageError
-from agent.redact import redact_text, redact_value
 from agent.store import LATEST_FILE, StateWriteError
+from tools.redact import redact_text, redact_value
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CODES = {"done": EXIT_DONE, "blocked": EXIT_BLOCKED, "limit": EXIT_BLOCKED, "failed": EXIT_FAILED}

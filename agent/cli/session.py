@@ -16,11 +16,12 @@ from agent.config import AgentConfig
 from agent.escalation import answer_command, resume_command
 from agent.loop import Agent, ExitEvent
 from agent.notify import Notifier
-from agent.redact import redact_text
 from agent.render import render_report
-from agent.state import ProjectState, Question, utc_now
+from agent.state import ProjectState, Question
 from agent.store import StateStore, StateWriteError
 from agent.wiring import build_agent, build_host, describe_environment, reconcile
+from tools.document import utc_now
+from tools.redact import redact_text
 
 
 class Terminated(KeyboardInterrupt):

@@ -12,10 +12,11 @@ from pathlib import Path
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from agent.config import NotifySettings
-from agent.notify.channels import Channel, DeliveryError, parse_channel
+from agent.notify.channels import Channel, DeliveryError
 from agent.notify.message import EventName, NotificationMessage, build_message
-from agent.redact import redact_text
+from agent.notify.specs import parse_channel
 from agent.state import Notification, ProjectState, Question
+from tools.redact import redact_text
 
 __all__ = ["Channel", "NotificationMessage", "Notifier", "build_message", "parse_channel"]
 

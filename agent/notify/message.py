@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agent.escalation import answer_command, resume_command
-from agent.redact import redact_value
 from agent.state import ProjectState, Question
+from tools.redact import redact_value
 
 EventName = Literal["blocked", "limit", "done", "failed"]
 

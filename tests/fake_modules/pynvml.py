@@ -1,6 +1,6 @@
 """A stand-in for the NVML binding (nvidia-ml-py) describing a 4-GPU box, for hosts without a driver.
 
-Only the calls tools.host.nvml makes exist. GPUs 0 and 1 share four NVLinks; the rest talk over PCIe;
+Only the calls tools.hosts.nvml makes exist. GPUs 0 and 1 share four NVLinks; the rest talk over PCIe;
 GPU 3 cannot do P2P with GPU 2; ECC counters are "not supported" on GPU 2. FAKE_NVML_FAIL=1 makes
 nvmlInit fail the way it does without a driver. Used only through PYTHONPATH in a child process.
 """

@@ -1,7 +1,7 @@
 """Building blocks for tests that drive the LLM policy against the loopback model server.
 
 Everything here is real: the policy is built the way the wiring builds it (``build_llm_policy``), the
-official SDKs talk HTTP to :class:`~support.model_server.ModelServer`, tools run through a real
+official SDKs talk HTTP to :class:`~twin.model_api.server.ModelServer`, tools run through a real
 :class:`~tools.base.ToolRegistry`. Retry waits are made tiny through the settings, not by patching.
 """
 
@@ -21,10 +21,9 @@ from agent.policies.llm import LlmPolicy, build_llm_policy
 from agent.state import ProjectState, Question
 from agent.store import StateStore
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput, ToolRegistry, ToolSettings
-from tools.host.local import LocalHost
+from tools.hosts.local import LocalHost
 from tools.update_state import UpdateStateTool
-
-from .model_server import ModelServer
+from twin.model_api.server import ModelServer
 
 ProviderName = Literal["anthropic", "openai"]
 MODES: list[tuple[ProviderName, bool]] = [("anthropic", False), ("anthropic", True), ("openai", False),

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.state import BenchmarkRecord, ProcessRecord, ProjectState
+from tools.base import ToolState
 from tools.bench.client import Endpoint
 from tools.bench.correctness import CorrectnessVerdict
 from tools.bench.runner import BenchRun
-from tools.processes import is_live
+from tools.records import BenchmarkRecord, ProcessRecord, is_live
 
 
-def engine_for(state: ProjectState, base_url: str) -> ProcessRecord | None:
+def engine_for(state: ToolState, base_url: str) -> ProcessRecord | None:
     """The live engine serving ``base_url``: matched by port, else the only live engine, else None."""
     try:
         port = Endpoint.parse(base_url).port
@@ -24,14 +24,14 @@ def engine_for(state: ProjectState, base_url: str) -> ProcessRecord | None:
     return live[0] if len(live) == 1 else None
 
 
-def engine_config(state: ProjectState, base_url: str) -> dict[str, Any]:
+def engine_config(state: ToolState, base_url: str) -> dict[str, Any]:
     record = engine_for(state, base_url)
     if record is None:
         return {"base_url": base_url, "note": "no engine started by the agent serves this URL"}
     return {**record.config, "engine_process": record.name, "base_url": base_url}
 
 
-def record_benchmark(state: ProjectState, run: BenchRun, *, label: str,
+def record_benchmark(state: ToolState, run: BenchRun, *, label: str,
                      correctness: CorrectnessVerdict | None) -> BenchmarkRecord:
     params = run.params
     metrics: dict[str, Any] = {
@@ -56,7 +56,7 @@ def default_label(run: BenchRun) -> str:
     return f"{run.client} {params.endpoint} c={levels} in={params.input_len} out={params.output_len}{rate}"
 
 
-def record_correctness(state: ProjectState, verdict: CorrectnessVerdict, base_url: str) -> None:
+def record_correctness(state: ToolState, verdict: CorrectnessVerdict, base_url: str) -> None:
     evidence = [f"{result.name}: {result.answer[:120]!r} {'; '.join(result.problems)}".strip()
                 for result in verdict.results if not result.passed]
     config = engine_config(state, base_url)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from tools.host.base import ProcessStatus
+from tools.hosts.base import ProcessStatus
 
 IO_THRESHOLD_BYTES = 64 * 1024
 GPU_THRESHOLD_MIB = 256

@@ -8,14 +8,14 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agent.redact import redact_text
-from agent.state import ProcessRecord
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
 from tools.logs.diagnose import DiagnosisHints, diagnose_file
 from tools.logs.reader import last_frame, read_last_lines
 from tools.processes import DEFAULT_STOP_GRACE_SECONDS, resolve_process, stop_process
+from tools.records import ProcessRecord
+from tools.redact import redact_text
 
 
 class EngineName(ToolArgs):

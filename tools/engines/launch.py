@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from tools.engines.command import EngineCommand, FlagError, build_command
+from tools.engines.build import build_command
+from tools.engines.command import EngineCommand, FlagError
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import base_url
 from tools.engines.readiness import ReadinessReport, WaitSettings, wait_for_ready

@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent.state import ProcessRecord
 from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
@@ -29,6 +28,7 @@ from tools.logs.diagnose import DiagnosisHints, diagnose_file
 from tools.logs.library import SignatureLibrary, load_library
 from tools.logs.reader import last_frame, read_since
 from tools.processes import refresh
+from tools.records import ProcessRecord
 
 Outcome = Literal["ready", "exited", "hung", "timeout", "not_waited", "started"]
 

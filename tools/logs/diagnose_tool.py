@@ -6,11 +6,11 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from agent.redact import redact_text
 from tools.base import Tool, ToolContext, ToolOutput
 from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
 from tools.logs.tail_tool import LogTarget
 from tools.processes import resolve_process
+from tools.redact import redact_text
 
 
 class DiagnoseLogArgs(LogTarget):

@@ -8,10 +8,10 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from agent.redact import redact_text
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.logs.reader import compile_filter, last_frame, read_last_lines, read_since
 from tools.processes import resolve_process
+from tools.redact import redact_text
 
 
 class LogTarget(ToolArgs):

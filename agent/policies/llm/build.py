@@ -15,7 +15,7 @@ from agent.policies.llm.openai_provider import OpenAIProvider
 from agent.policies.llm.policy import LlmPolicy
 from agent.policies.llm.reply import Provider
 from agent.policies.llm.settings import LlmSettings
-from agent.redact import register_secret
+from tools.redact import register_secret
 
 # What a local OpenAI-compatible server gets when no key is configured (most of them ignore keys).
 NO_KEY = "no-key-configured"

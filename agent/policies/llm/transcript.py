@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from agent.policies.llm.turns import AssistantTurn, Turn, UserTurn
-from agent.redact import redact_value
-from agent.state import utc_now
+from tools.document import utc_now
+from tools.redact import redact_value
 
 TRANSCRIPT_FILE = "transcript.jsonl"
 _TURN = TypeAdapter[AssistantTurn | UserTurn](Turn)

@@ -17,8 +17,8 @@ from agent.journal import JOURNAL_FILE, Journal
 from agent.policies.base import PolicyView
 from agent.policies.llm.builtin_tools import ASK_HUMAN, FINISH
 from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRecord, UserTurn
-from agent.redact import redact_text
 from agent.state import Question
+from tools.redact import redact_text
 
 INTERRUPTED_NOTE = ("INTERRUPTED: this call was started but its result was lost when the agent stopped. "
                     "Its effect is unknown: verify it before repeating the call.")

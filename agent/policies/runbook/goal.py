@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from agent.state import ModelInfo
+from tools.records import ModelInfo
 
 _SPECULATIVE_WORDS = ("eagle", "speculative", "spec decoding", "spec-decoding", "drafter", "mtp")
 _NOT_MODEL_WORDS = {"serve", "with", "and", "the", "using", "via", "on", "for", "eagle", "eagle3", "eagle-3",

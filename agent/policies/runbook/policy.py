@@ -22,8 +22,7 @@ from agent.policies.runbook.progress import RunbookProgress
 from agent.policies.runbook.report import final_report
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
-
-LIVE_STATES = ("starting", "loading", "ready", "running", "hung", "unknown")
+from tools.records import LIVE_STATES
 
 
 class RunbookPolicy:

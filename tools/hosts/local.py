@@ -1,0 +1,271 @@
+"""The local machine as a :class:`Host`.
+
+- ``run`` starts the command in its own process group and kills the whole group on timeout; output is
+  capped (head and tail kept, a marker in between).
+- ``spawn`` starts ``supervise.py`` detached (new session, so it leads the group); the supervisor runs the
+  command with stdout and stderr appended to the log and writes the exit code into ``exit_dir`` so it
+  stays readable after the agent restarts.
+- ``status``/``signal_group`` act only when psutil confirms (pid, create_time): a reused PID never matches.
+- GPU facts come from NVML (:mod:`tools.hosts.nvml`).
+
+Subclasses (the simulated host) override ``probe_gpus``, ``gpu_memory_used_mib`` and ``translate``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+from tools.hosts import nvml, supervise
+from tools.hosts.base import CommandResult, GpuProbe, Host, MarkedProcess, ProcessStatus, SpawnedProcess
+
+CREATE_TIME_TOLERANCE = 1e-3  # psutil derives create_time from clock ticks; the same process reads the same
+
+
+def default_exit_dir() -> Path:
+    """Per-user directory where supervisors leave exit records; stable across agent restarts."""
+    return Path(tempfile.gettempdir()) / f"opsloop-{os.getuid()}" / "exits"
+
+
+class _CappedBuffer:
+    """Keeps the first and last ``cap // 2`` bytes of a stream and counts what was dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap = max(cap // 2, 1)
+        self.tail_cap = max(cap - self.head_cap, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.tail_cap:
+            excess = len(self.tail) - self.tail_cap
+            self.dropped += excess
+            del self.tail[:excess]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() if self.dropped else b""
+        return bytes(self.head + middle + self.tail).decode("utf-8", errors="replace")
+
+
+def _drain(stream: IO[bytes], buffer: _CappedBuffer) -> None:
+    while chunk := os.read(stream.fileno(), 65536):
+        buffer.feed(chunk)
+
+
+class LocalHost(Host):
+    name = "local"
+
+    def __init__(self, exit_dir: Path | None = None) -> None:
+        self.exit_dir = exit_dir or default_exit_dir()
+        # Supervisors started by this object and not yet waited for, and the exit codes of those reaped.
+        self._unreaped: set[int] = set()
+        self._reaped: dict[int, int] = {}
+
+    # -- commands ------------------------------------------------------------------------------------
+
+    def run(self, argv: list[str], *, timeout: float, cwd: Path | None = None,
+            env: dict[str, str] | None = None, input_text: str | None = None,
+            output_cap_bytes: int = 1_000_000) -> CommandResult:
+        started = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                argv, cwd=cwd, env={**os.environ, **(env or {})}, start_new_session=True,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as error:
+            return CommandResult(argv=argv, exit_code=None, stderr=f"could not start {argv[0]}: {error}",
+                                 duration_seconds=time.monotonic() - started)
+        buffers = (_CappedBuffer(output_cap_bytes), _CappedBuffer(output_cap_bytes))
+        assert process.stdout is not None and process.stderr is not None
+        readers = [threading.Thread(target=_drain, args=(stream, buffer), daemon=True)
+                   for stream, buffer in zip((process.stdout, process.stderr), buffers, strict=True)]
+        for reader in readers:
+            reader.start()
+        if input_text is not None and process.stdin is not None:
+            try:
+                process.stdin.write(input_text.encode())
+                process.stdin.close()
+            except BrokenPipeError:
+                pass
+        timed_out = False
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self._kill_group(process.pid)
+            process.wait()
+        for reader in readers:
+            reader.join(timeout=2.0)  # a detached grandchild may hold the pipe open; do not wait on it
+        for stream in (process.stdout, process.stderr):
+            stream.close()
+        return CommandResult(argv=argv, exit_code=None if timed_out else process.returncode,
+                             stdout=buffers[0].text(), stderr=buffers[1].text(), timed_out=timed_out,
+                             duration_seconds=time.monotonic() - started)
+
+    @staticmethod
+    def _kill_group(pgid: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+    # -- managed processes ---------------------------------------------------------------------------
+
+    def supervisor_argv(self, argv: list[str], cwd: Path | None = None) -> list[str]:
+        location = ["--cwd", str(cwd)] if cwd is not None else []
+        return [sys.executable, str(Path(supervise.__file__).resolve()), "--exit-dir", str(self.exit_dir),
+                *location, "--", *argv]
+
+    def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path,
+              cwd: Path | None = None) -> SpawnedProcess:
+        if not argv:
+            raise ValueError("spawn needs a command")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.exit_dir.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        stdin_fd = os.open(os.devnull, os.O_RDONLY)
+        try:
+            # posix_spawn rather than Popen: the supervisor is meant to outlive this object, and a
+            # new session makes it the leader of the process group that stop signals target.
+            pid = os.posix_spawn(sys.executable, self.supervisor_argv(argv, cwd), {**os.environ, **env},
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, stdin_fd, 0),
+                                               (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                                               (os.POSIX_SPAWN_DUP2, log_fd, 2)],
+                                 setsid=True)
+        finally:
+            os.close(log_fd)
+            os.close(stdin_fd)
+        self._unreaped.add(pid)
+        return SpawnedProcess(pid=pid, create_time=psutil.Process(pid).create_time())
+
+    def _reap(self, pid: int) -> None:
+        """Collect the exit status of a supervisor this object started, so it never lingers as a zombie.
+
+        Safe without an identity check: an unreaped child's PID cannot have been reused.
+        """
+        if pid not in self._unreaped:
+            return
+        try:
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            self._unreaped.discard(pid)
+            return
+        if done == pid:
+            self._unreaped.discard(pid)
+            self._reaped[pid] = os.waitstatus_to_exitcode(wait_status)
+
+    def _identify(self, pid: int, create_time: float) -> psutil.Process | None:
+        """The live process with this identity (zombies included), or None."""
+        self._reap(pid)
+        try:
+            process = psutil.Process(pid)
+            if abs(process.create_time() - create_time) > CREATE_TIME_TOLERANCE:
+                return None
+            return process
+        except psutil.NoSuchProcess:
+            return None
+
+    def _exit_code(self, pid: int, create_time: float) -> int | None:
+        record = supervise.read_exit_record(self.exit_dir, pid, create_time)
+        if record is not None and isinstance(record.get("exit_code"), int):
+            exit_code = record["exit_code"]
+            assert isinstance(exit_code, int)
+            return exit_code
+        # No record: the supervisor itself was killed (e.g. SIGKILL to the group); only its parent knows.
+        return self._reaped.get(pid)
+
+    def status(self, pid: int, create_time: float) -> ProcessStatus:
+        process = self._identify(pid, create_time)
+        if process is None or _is_zombie(process):
+            reused = process is None and psutil.pid_exists(pid)
+            return ProcessStatus(alive=False, identity_matches=not reused,
+                                 exit_code=self._exit_code(pid, create_time))
+        return _tree_counters(process)
+
+    def signal_group(self, pid: int, create_time: float, signum: int = signal.SIGTERM) -> bool:
+        process = self._identify(pid, create_time)
+        if process is None:
+            return False
+        try:
+            if os.getpgid(pid) != pid:
+                return False  # not the group leader we started; never signal someone else's group
+            os.killpg(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def find_marked(self, variable: str) -> list[MarkedProcess]:
+        found = []
+        for process in psutil.process_iter(["pid", "create_time", "cmdline"]):
+            try:
+                if os.getsid(process.pid) != process.pid or _is_zombie(process):
+                    continue  # spawned processes lead their own session; their children inherit the marker
+                value = process.environ().get(variable)
+            except (psutil.Error, OSError):
+                continue
+            if value is not None:
+                found.append(MarkedProcess(pid=process.pid, create_time=process.info["create_time"], value=value,
+                                           argv=process.info["cmdline"] or []))
+        return found
+
+    # -- GPUs ----------------------------------------------------------------------------------------
+
+    def probe_gpus(self) -> GpuProbe:
+        return nvml.probe_gpus()
+
+    def gpu_memory_used_mib(self) -> list[int] | None:
+        return nvml.memory_used_mib()
+
+
+def _is_zombie(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _tree_counters(leader: psutil.Process) -> ProcessStatus:
+    """CPU, I/O and memory summed over the supervisor and every descendant (the engine's workers).
+
+    ``read_bytes``/``write_bytes`` use read_chars/write_chars where available: reads served from the page
+    cache count too, which is what matters when telling a weight load from a hang.
+    """
+    cpu_seconds = 0.0
+    read_bytes = write_bytes = rss_bytes = 0
+    io_seen = False
+    try:
+        members = [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        members = [leader]
+    for member in members:
+        try:
+            with member.oneshot():
+                times = member.cpu_times()
+                cpu_seconds += times.user + times.system + times.children_user + times.children_system
+                rss_bytes += member.memory_info().rss
+                try:
+                    counters = member.io_counters()
+                except (psutil.AccessDenied, AttributeError):
+                    continue
+                io_seen = True
+                read_bytes += getattr(counters, "read_chars", counters.read_bytes)
+                write_bytes += getattr(counters, "write_chars", counters.write_bytes)
+        except psutil.Error:
+            continue
+    return ProcessStatus(alive=True, cpu_seconds=cpu_seconds, rss_bytes=rss_bytes,
+                         read_bytes=read_bytes if io_seen else None,
+                         write_bytes=write_bytes if io_seen else None)

@@ -1,0 +1,121 @@
+"""The simulated host: a :class:`LocalHost` whose GPUs, engines and training come from a scenario.
+
+Processes are real (spawned, logged, signalled like on the local machine); what they are changes:
+engine, SpecForge and data-script command lines become stand-ins (``twin.*``) that accept the
+same flags, ``<python> -c`` snippets see the scenario's package versions, and ``nvidia-smi`` and friends
+report the scenario's hardware. GPU facts come from the scenario plus the memory ledger the stand-ins
+keep. Simulated time runs ``time_scale`` times faster than real time.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import twin
+from tools.hosts.base import CommandResult, GpuInfo, GpuLink, GpuProbe, SpawnedProcess
+from tools.hosts.local import LocalHost
+from tools.hosts.sim.translate import Translator, is_stand_in
+from twin import hardware
+from twin.layout import SimLayout, materialize
+from twin.ledger import memory_in_use
+from twin.loader import load_scenario
+from twin.scenario import Scenario
+
+PROJECT_ROOT = Path(twin.__file__).resolve().parent.parent
+
+
+class SimHost(LocalHost):
+    name = "sim"
+
+    def __init__(
+        self, scenario: Scenario, scenario_file: Path, state_dir: Path, exit_dir: Path | None = None
+    ) -> None:
+        super().__init__(exit_dir)
+        self.scenario = scenario
+        self.scenario_file = scenario_file
+        self.layout = SimLayout.for_state_dir(state_dir, scenario)
+        materialize(self.layout, scenario)
+        self.translator = Translator(scenario_file, self.layout.root)
+
+    @classmethod
+    def from_scenario(cls, name_or_path: str, state_dir: Path) -> SimHost:
+        """Load a built-in scenario by name, or a scenario file; raises ScenarioError (a ValueError)."""
+        scenario, path = load_scenario(name_or_path)
+        return cls(scenario, path, state_dir)
+
+    # -- facts a caller may want besides the Host contract ---------------------------------------------
+
+    @property
+    def time_scale(self) -> float:
+        """Simulated seconds per real second: divide real waiting thresholds by this under simulation."""
+        return self.scenario.time_scale
+
+    @property
+    def model_dir(self) -> Path:
+        return self.layout.model_dir(self.scenario)
+
+    def drafter_dirs(self) -> dict[str, Path]:
+        return {drafter.name: self.layout.drafter_dir(drafter) for drafter in self.scenario.drafters}
+
+    # -- commands and processes -----------------------------------------------------------------------
+
+    def translate(self, argv: list[str]) -> list[str]:
+        return self.translator.translate(list(argv))
+
+    def _environment(self, env: dict[str, str] | None, stand_in: bool) -> dict[str, str]:
+        """The simulated host's own variables, the caller's, and for stand-ins the path to this package."""
+        merged = {**self.layout.host_environment(self.scenario), **(env or {})}
+        if stand_in:
+            current = merged.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+            merged["PYTHONPATH"] = os.pathsep.join(part for part in (str(PROJECT_ROOT), current) if part)
+        return merged
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        input_text: str | None = None,
+        output_cap_bytes: int = 1_000_000,
+    ) -> CommandResult:
+        translated = self.translate(argv)
+        env = self._environment(env, is_stand_in(translated))
+        result = super().run(
+            translated,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            input_text=input_text,
+            output_cap_bytes=output_cap_bytes,
+        )
+        return result.model_copy(update={"argv": list(argv)})
+
+    def spawn(
+        self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None
+    ) -> SpawnedProcess:
+        translated = self.translate(argv)
+        env = self._environment(env, is_stand_in(translated))
+        return super().spawn(translated, env=env, log_path=log_path, cwd=cwd)
+
+    # -- GPUs -------------------------------------------------------------------------------------------
+
+    def gpu_memory_used_mib(self) -> list[int] | None:
+        if self.scenario.host.gpu_count == 0:
+            return None
+        idle = self.scenario.host.idle_gpu_memory_mib
+        used = memory_in_use(self.layout.root, self.scenario.host.gpu_count)
+        return [idle + value for value in used]
+
+    def probe_gpus(self) -> GpuProbe:
+        scenario = self.scenario
+        if scenario.host.gpu_count == 0:
+            return GpuProbe(error="NVML: no NVIDIA GPU found (the simulated host has no GPUs)",
+                            driver_version=scenario.host.driver_version, cuda_version=scenario.host.cuda_version)
+        gpus = [GpuInfo(**vars(row)) for row in hardware.gpu_rows(scenario, self.gpu_memory_used_mib() or [])]
+        link, p2p = scenario.host.link(), scenario.host.p2p_supported
+        topology = [GpuLink(gpu_a=a, gpu_b=b, link=link, p2p_supported=p2p) for a, b in hardware.pairs(scenario)]
+        return GpuProbe(gpus=gpus, topology=topology, interconnect=hardware.interconnect(scenario),
+                        driver_version=scenario.host.driver_version, cuda_version=scenario.host.cuda_version)

@@ -1,0 +1,205 @@
+"""patch_file and revert_patch: confined, atomic, reversible edits of source files.
+
+An edit is either an exact search/replace (the search text must occur exactly once) or a unified
+diff for one file. The original bytes are kept under ``<state>/patches/<id>/`` and the diff is
+recorded in ``state.patches``; ``revert_patch`` puts the original back. Writes go through
+:mod:`tools.patch.write_guard`, so they stay inside the allowed roots and never follow a symbolic link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
+from tools.patch.unified_diff import DiffError, apply_diff, make_diff
+from tools.patch.write_guard import ConfinedPath, WriteRefused, confine, read_bytes, write_bytes_atomic
+from tools.records import PatchRecord
+from tools.redact import redact_text
+
+SITE_PACKAGES_PROBE = ("import json, sysconfig; paths = sysconfig.get_paths(); "
+                       "print(json.dumps(sorted({paths['purelib'], paths['platlib']})))")
+_SITE_PACKAGES: dict[tuple[str, str], list[Path]] = {}
+
+
+class PatchFileArgs(ToolArgs):
+    path: str = Field(description="File to edit; relative paths are taken from the working directory.")
+    search: str | None = Field(default=None, description="Exact text to replace; must occur exactly once.")
+    replace: str | None = Field(default=None, description="Replacement for `search`.")
+    diff: str | None = Field(default=None,
+                             description="A unified diff for this one file, instead of search/replace.")
+    reason: str = Field(default="", description="Why this edit is made (kept with the patch record).")
+
+    @model_validator(mode="after")
+    def _one_kind_of_edit(self) -> PatchFileArgs:
+        has_search = self.search is not None or self.replace is not None
+        if has_search == (self.diff is not None):
+            raise ValueError("give either search+replace or diff, not both and not neither")
+        if has_search and (self.search is None or self.replace is None):
+            raise ValueError("search and replace go together")
+        if self.search == "":
+            raise ValueError("search must not be empty")
+        return self
+
+
+class PatchFileOutput(ToolOutput):
+    patch_id: str
+    path: str
+    backup_path: str
+    diff: str
+
+
+class RevertPatchArgs(ToolArgs):
+    patch_id: str = Field(description="Id of the patch to undo, as returned by patch_file (e.g. 'patch1').")
+    force: bool = Field(default=False, description="Restore even if the file changed after the patch.")
+
+
+class RevertPatchOutput(ToolOutput):
+    patch_id: str
+    path: str
+    restored_bytes: int
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _count_occurrences(text: str, needle: str) -> int:
+    """Occurrences of ``needle``, overlapping ones included (so 'aa' in 'aaa' counts twice)."""
+    count, start = 0, text.find(needle)
+    while start != -1:
+        count += 1
+        start = text.find(needle, start + 1)
+    return count
+
+
+def engine_site_packages(context: ToolContext) -> list[Path]:
+    """The engine environment's installed-packages directories (patching an engine's model file is a
+    real need), asked from its interpreter once per host and interpreter; empty if it cannot say."""
+    key = (context.host.name, context.settings.engine_python)
+    if key not in _SITE_PACKAGES:
+        result = context.host.run([context.settings.engine_python, "-c", SITE_PACKAGES_PROBE], timeout=30)
+        try:
+            found = json.loads(result.stdout.strip().splitlines()[-1]) if result.exit_code == 0 else None
+        except (ValueError, IndexError):
+            found = None
+        if not isinstance(found, list):
+            return []
+        _SITE_PACKAGES[key] = [Path(item) for item in found if isinstance(item, str) and Path(item).is_dir()]
+    return _SITE_PACKAGES[key]
+
+
+def _confine(raw_path: str, context: ToolContext) -> ConfinedPath:
+    """Confine to the configured roots (the working directory first) plus the engine's site-packages."""
+    roots = list(context.settings.allowed_write_roots)
+    try:
+        return confine(raw_path, roots)
+    except WriteRefused as error:
+        first_refusal = error
+    extra = [root for root in engine_site_packages(context) if root not in roots]
+    if not roots or not extra:
+        raise ToolError(str(first_refusal)) from None
+    try:
+        return confine(raw_path, roots + extra)
+    except WriteRefused as error:
+        raise ToolError(str(error)) from None
+
+
+def _edited_text(args: PatchFileArgs, original: str, shown_path: str) -> str:
+    if args.diff is not None:
+        try:
+            return apply_diff(original, args.diff)
+        except DiffError as error:
+            raise ToolError(f"diff does not apply to {shown_path}: {error}") from None
+    assert args.search is not None and args.replace is not None
+    matches = _count_occurrences(original, args.search)
+    if matches != 1:
+        hint = ("add surrounding lines to make it unique" if matches > 1
+                else "re-read the file; whitespace and indentation must match exactly")
+        raise ToolError(f"search text matches {matches} times in {shown_path} "
+                        f"(it must match exactly once); {hint}")
+    return original.replace(args.search, args.replace, 1)
+
+
+class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
+    name = "patch_file"
+    description = ("Edit a file inside the writable roots (working directory, engine site-packages): an "
+                   "exact search/replace that must match exactly once, or a unified diff. The original is "
+                   "backed up and the edit can be undone with revert_patch.")
+    args_model = PatchFileArgs
+    output_model = PatchFileOutput
+    timeout_seconds = 30.0
+
+    def run(self, args: PatchFileArgs, context: ToolContext) -> PatchFileOutput:
+        target = _confine(args.path, context)
+        shown = str(target.path)
+        try:
+            original_bytes, info = read_bytes(target)
+        except WriteRefused as error:
+            raise ToolError(str(error)) from None
+        try:
+            original = original_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolError(f"{shown} is not UTF-8 text; patch_file edits text files only") from None
+        edited = _edited_text(args, original, shown)
+        if edited == original:
+            raise ToolError(f"the edit leaves {shown} unchanged; nothing to do")
+        patch_id = context.state.next_id("patch", [record.id for record in context.state.patches])
+        backup_dir = context.state_dir / "patches" / patch_id
+        backup_dir.mkdir(parents=True, exist_ok=True)
+        backup_path = backup_dir / Path(shown).name
+        backup_path.write_bytes(original_bytes)
+        diff = make_diff(original, edited, shown)
+        (backup_dir / "change.diff").write_text(redact_text(diff), encoding="utf-8")  # the backup stays exact
+        edited_bytes = edited.encode("utf-8")
+        try:
+            write_bytes_atomic(target, edited_bytes, expected=info)
+        except WriteRefused as error:
+            raise ToolError(str(error)) from None
+        context.state.patches.append(PatchRecord(
+            id=patch_id, path=shown, backup_path=str(backup_path), diff=diff, reason=args.reason,
+            original_sha256=_sha256(original_bytes), patched_sha256=_sha256(edited_bytes)))
+        context.checkpoint()
+        return PatchFileOutput(patch_id=patch_id, path=shown, backup_path=str(backup_path), diff=diff)
+
+
+class RevertPatchTool(Tool[RevertPatchArgs, RevertPatchOutput]):
+    name = "revert_patch"
+    description = ("Undo a patch made by patch_file by restoring the backed-up original. Later patches of "
+                   "the same file must be reverted first.")
+    args_model = RevertPatchArgs
+    output_model = RevertPatchOutput
+    timeout_seconds = 30.0
+
+    def run(self, args: RevertPatchArgs, context: ToolContext) -> RevertPatchOutput:
+        patches = context.state.patches
+        record = next((item for item in patches if item.id == args.patch_id), None)
+        if record is None:
+            known = ", ".join(item.id for item in patches) or "none"
+            raise ToolError(f"no patch {args.patch_id!r}; known patches: {known}")
+        if record.reverted:
+            raise ToolError(f"{record.id} was already reverted")
+        later = [item.id for item in patches[patches.index(record) + 1:]
+                 if item.path == record.path and not item.reverted]
+        if later:
+            raise ToolError(f"{record.path} has later patches ({', '.join(later)}); revert them first")
+        target = _confine(record.path, context)
+        try:
+            current, info = read_bytes(target)
+            backup = Path(record.backup_path).read_bytes()
+        except (WriteRefused, OSError) as error:
+            raise ToolError(f"cannot revert {record.id}: {error}") from None
+        expected = getattr(record, "patched_sha256", None)
+        if expected and _sha256(current) != expected and not args.force:
+            raise ToolError(f"{record.path} changed after {record.id} was applied; reverting would discard "
+                            "those changes. Inspect it, or call again with force=true")
+        try:
+            write_bytes_atomic(target, backup, expected=info)
+        except WriteRefused as error:
+            raise ToolError(str(error)) from None
+        record.reverted = True
+        context.checkpoint()
+        return RevertPatchOutput(patch_id=record.id, path=record.path, restored_bytes=len(backup))

@@ -1,0 +1,104 @@
+"""The records tools leave in the state document: managed processes, the probed environment and models,
+tasks, patches and benchmarks.
+
+They are defined here, in a leaf that imports no tool, so that :mod:`tools.base` (whose
+:class:`~tools.base.ToolState` names them) and every tool can use them without an import cycle. The
+agent's document (:mod:`agent.state`) composes them; tools never import the agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tools.document import Document, utc_now
+from tools.hosts.base import GpuInfo, GpuLink, Interconnect
+
+TaskStatus = Literal["pending", "in_progress", "done", "failed", "skipped"]
+ProcessState = Literal["starting", "loading", "ready", "running", "hung", "exited", "stopped", "unknown"]
+# The states of a process that may still be running (the others are final).
+LIVE_STATES: frozenset[ProcessState] = frozenset({"starting", "loading", "ready", "running", "hung", "unknown"})
+
+
+class ProcessRecord(Document):
+    """A process the agent started. (pid, create_time) identifies it: a reused PID never matches."""
+
+    name: str
+    pid: int
+    create_time: float
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)  # only the variables the agent set, redacted
+    log_path: str
+    port: int | None = None
+    started_at: str = Field(default_factory=utc_now)
+    state: ProcessState = "starting"
+    exit_code: int | None = None
+    kind: str = "process"  # "engine", "drafter_training", "shell", ...
+    config: dict[str, Any] = Field(default_factory=dict)  # e.g. the engine launch config
+    host_argv: list[str] = Field(default_factory=list)  # the command the host really ran, when translated
+
+
+def is_live(record: ProcessRecord) -> bool:
+    return record.state in LIVE_STATES
+
+
+class ModelInfo(Document):
+    name: str | None = None
+    path: str | None = None
+    size_gib: float | None = None
+    architecture: str | None = None
+    num_layers: int | None = None
+    num_experts: int | None = None
+    attention: str | None = None
+    quantization: str | None = None
+    role: str | None = None  # "target" or "drafter" (an EAGLE draft model), when found by a probe
+
+
+class Environment(Document):
+    """Hardware and software found by probing the host."""
+
+    probed_at: str | None = None
+    host: str = "local"
+    simulated_scenario: str | None = None
+    gpus: list[GpuInfo] = Field(default_factory=list)
+    topology: list[GpuLink] = Field(default_factory=list)
+    interconnect: Interconnect = "unknown"
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    gpu_probe_error: str | None = None
+    cpu_model: str | None = None
+    cpu_cores: int | None = None
+    ram_gib: float | None = None
+    disk_free_gib: float | None = None
+    engine_python: str | None = None
+    packages: dict[str, str | None] = Field(default_factory=dict)
+    # Model directories found on the host's disk (targets and drafters), e.g. under OPSLOOP_MODEL_DIRS.
+    models: list[ModelInfo] = Field(default_factory=list)
+    specforge_dir: str | None = None  # a SpecForge source checkout on the host (SPECFORGE_DIR), for scripts/
+    specforge_draft_configs: list[str] = Field(default_factory=list)  # <checkout>/configs/*.json
+    specforge_datasets: list[str] = Field(default_factory=list)  # <checkout>/cache/dataset/*.jsonl
+
+
+class Task(Document):
+    id: str
+    title: str
+    status: TaskStatus = "pending"
+    notes: str = ""
+
+
+class BenchmarkRecord(Document):
+    id: str
+    label: str
+    engine_config: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    at: str = Field(default_factory=utc_now)
+
+
+class PatchRecord(Document):
+    id: str
+    path: str
+    backup_path: str
+    diff: str
+    applied_at: str = Field(default_factory=utc_now)
+    reverted: bool = False

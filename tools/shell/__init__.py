@@ -1,0 +1,1 @@
+"""The shell tool: guardrails (guard.py) over a small shell-syntax parser (parse.py)."""

@@ -1,0 +1,136 @@
+"""Stand-in for an SGLang or vLLM server process on the simulated host.
+
+Usage (written by the simulated host's command translation, never by hand)::
+
+    python -m twin.engine --scenario FILE --sim-root DIR --engine sglang --entry module -- <real flags>
+
+It parses the real flags, plans the launch from the scenario, plays the start-up in accelerated
+time, and then serves real HTTP on 127.0.0.1:<port>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from twin.clock import SimClock
+from twin.engine.flag_tables import parse_version
+from twin.engine.flags import parse_flags
+from twin.engine.http import HttpServer
+from twin.engine.launch import LaunchError, build_launch
+from twin.engine.logs import EngineLog
+from twin.engine.physics import visible_gpus
+from twin.engine.plan import Plan, build_plan
+from twin.engine.service import Service
+from twin.engine.startup import Startup
+from twin.layout import SimLayout, materialize
+from twin.ledger import GpuLedgerEntry, memory_in_use
+from twin.loader import ScenarioError, load_scenario
+from twin.scenario import Scenario
+
+MODULES = {"sglang": "sglang.launch_server", "vllm": "vllm.entrypoints.openai.api_server"}
+
+
+def _own_arguments(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="twin.engine")
+    parser.add_argument("--scenario", required=True)
+    parser.add_argument("--sim-root", required=True, type=Path)
+    parser.add_argument("--engine", required=True, choices=["sglang", "vllm"])
+    parser.add_argument("--entry", default="module", choices=["module", "script"])
+    split = argv.index("--") if "--" in argv else len(argv)
+    return parser.parse_args(argv[:split]), argv[split + 1 :]
+
+
+def _not_installed(engine: str, entry: str) -> int:
+    if entry == "script":
+        sys.stderr.write(f"{engine}: command not found\n")
+        return 127
+    sys.stderr.write(
+        f"{sys.executable}: Error while finding module specification for '{MODULES[engine]}' "
+        f"(ModuleNotFoundError: No module named '{engine}')\n"
+    )
+    return 1
+
+
+async def _serve(
+    plan: Plan, scenario: Scenario, startup: Startup, log: EngineLog, ledger: GpuLedgerEntry
+) -> None:
+    service = Service(plan, scenario, log)
+    http = HttpServer(service.handle, service.access_log)
+    launch = plan.launch
+    host = str(launch.parsed.values.get("--host") or "127.0.0.1")
+    try:
+        server = await asyncio.start_server(
+            http.serve_connection, "127.0.0.1", launch.port, reuse_address=True
+        )
+    except OSError:
+        startup.bind_failed(
+            [
+                f"{{main_prefix}}ERROR:    [Errno 98] error while attempting to bind on address "
+                f"('{host}', {launch.port}): address already in use"
+            ]
+        )
+        return
+    startup.text.server_listening(host, launch.port)
+    if launch.engine == "sglang":
+        ledger.update(phase="warmup")
+        await asyncio.to_thread(startup.warmup)
+    service.ready = True
+    ledger.update(phase="ready")
+    startup.text.ready()
+    async with server:
+        await asyncio.gather(server.serve_forever(), service.log_stats())
+
+
+def main(argv: list[str] | None = None) -> int:
+    own, engine_argv = _own_arguments(list(sys.argv[1:] if argv is None else argv))
+    try:
+        scenario, _ = load_scenario(own.scenario)
+    except ScenarioError as error:
+        sys.stderr.write(f"{error}\n")
+        return 2
+    version = scenario.package_version(own.engine)
+    if version is None:
+        return _not_installed(own.engine, own.entry)
+    if own.engine == "sglang" and own.entry == "module" and parse_version(version) >= (0, 5, 23):
+        sys.stderr.write(
+            "UserWarning: 'python -m sglang.launch_server' is still supported, but 'sglang serve' is "
+            "the recommended entrypoint.\n"
+        )
+    parsed = parse_flags(own.engine, engine_argv, version)
+    env = dict(os.environ)
+    visible = visible_gpus(scenario, env)
+    capability = scenario.host.gpu_group(visible[0]).compute_capability if visible else ""
+    try:
+        launch = build_launch(own.engine, version, parsed, scenario, env, capability)
+    except LaunchError as error:
+        sys.stderr.write(f"usage: {own.engine} serve [options]\n{own.engine} serve: error: {error}\n")
+        return 2
+    layout = SimLayout(own.sim_root)
+    if not layout.model_dir(scenario).is_dir():
+        materialize(layout, scenario)  # started without a simulated host (e.g. by hand)
+    ledger = GpuLedgerEntry(layout.root)
+    others = memory_in_use(layout.root, scenario.host.gpu_count, exclude_pid=ledger.pid)
+    plan = build_plan(scenario, launch, env, layout, others)
+    log = EngineLog(
+        own.engine,
+        values={
+            "port": str(launch.port),
+            "attention_backend": launch.attention_backend,
+            "model_path": launch.model_path,
+            "tp_size": str(launch.tp_size),
+        },
+    )
+    startup = Startup(plan, scenario, SimClock(scenario.time_scale), log, ledger, env)
+    startup.before_server()
+    if startup.failure is not None and startup.failure.phase == "serving":
+        startup.fail()
+    asyncio.run(_serve(plan, scenario, startup, log, ledger))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

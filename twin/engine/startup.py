@@ -1,0 +1,185 @@
+"""Play the start-up of one launch in accelerated time: log lines, GPU memory, and the planned failure.
+
+A crash writes its lines and exits with its code; a hang writes its lines and then stays alive and
+silent with its GPU memory frozen. A slow load is quiet between shard progress lines, but its GPU
+memory keeps growing, which is how a live load is told from a hung one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+
+from twin.clock import SimClock
+from twin.engine.failure import INIT_MIB, Failure
+from twin.engine.logs import EngineLog, progress_bar
+from twin.engine.plan import Plan
+from twin.engine.startup_text import SglangText, StartupText, VllmText
+from twin.ledger import GpuLedgerEntry
+from twin.scenario import Scenario
+
+TICK_SECONDS = 0.05
+SHARDS_LINE = "Loading safetensors checkpoint shards"
+
+
+class Startup:
+    def __init__(
+        self,
+        plan: Plan,
+        scenario: Scenario,
+        clock: SimClock,
+        log: EngineLog,
+        ledger: GpuLedgerEntry,
+        env: Mapping[str, str],
+    ) -> None:
+        self.plan, self.scenario, self.clock, self.log, self.ledger, self.env = (
+            plan,
+            scenario,
+            clock,
+            log,
+            ledger,
+            env,
+        )
+        self.launch = plan.launch
+        text_class = SglangText if self.launch.engine == "sglang" else VllmText
+        self.text: StartupText = text_class(log, plan, scenario)
+        self.failure = plan.failure
+        if self.failure and self.failure.phase == "cuda_graph" and not self.launch.cuda_graph:
+            self.failure = Failure(
+                self.failure.kind,
+                "warmup",
+                self.failure.lines,
+                self.failure.exit_code,
+                0.0,
+                self.failure.ignore_sigterm,
+                self.failure.source,
+            )
+        self.used_mib = float(INIT_MIB)
+
+    # -- mechanics --------------------------------------------------------------------------------------
+
+    def _record(self, used_mib: float, phase: str) -> None:
+        self.used_mib = used_mib
+        self.ledger.update({gpu: int(used_mib) for gpu in self.plan.memory.gpus}, phase)
+
+    def _failure_at(self, phase: str) -> float | None:
+        if self.failure is not None and self.failure.phase == phase:
+            return self.failure.progress
+        return None
+
+    def fail(self) -> None:
+        """Carry out the planned failure: never returns."""
+        assert self.failure is not None
+        self.log.lines(self.failure.lines)
+        if self.failure.kind == "crash":
+            self.ledger.release()
+            sys.stderr.flush()
+            os._exit(self.failure.exit_code)  # also from the warm-up thread
+        self.ledger.update(phase=f"hung in {self.failure.phase}")
+        if self.failure.ignore_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(3600)
+
+    def _advance(
+        self, phase: str, seconds: float, extra_mib: float, on_tick: Callable[[float], None] | None = None
+    ) -> None:
+        """Spend ``seconds`` of simulated time in a phase while memory grows by ``extra_mib``."""
+        stop_at = self._failure_at(phase)
+        stop = 1.0 if stop_at is None else stop_at
+        start_mib, real = self.used_mib, self.clock.real_seconds(seconds)
+        started = time.monotonic()
+        while True:
+            fraction = stop if real <= 0 else min(stop, (time.monotonic() - started) / real)
+            self._record(start_mib + extra_mib * fraction, phase)
+            if on_tick is not None:
+                on_tick(fraction)
+            if fraction >= stop:
+                break
+            time.sleep(min(TICK_SECONDS, max(0.001, real * stop - (time.monotonic() - started))))
+        if stop_at is not None:
+            self.fail()
+
+    # -- phases -----------------------------------------------------------------------------------------
+
+    def _init(self) -> None:
+        ranks = range(self.launch.tp_size)
+        for rank in ranks:
+            self.text.init_begin(rank)
+        all_reduce = self.launch.parsed.values.get("--disable-custom-all-reduce")
+        if self.scenario.host.interconnect == "pcie" and self.launch.tp_size > 2 and not all_reduce:
+            self.text.custom_all_reduce()
+        if self.env.get("NCCL_DEBUG", "").upper() in {"INFO", "TRACE"}:
+            p2p_off = self.env.get("NCCL_P2P_DISABLE", "0").strip() not in {"", "0"}
+            for rank in ranks:
+                self.text.nccl_lines(p2p_off, rank)
+        self._advance("init", self.scenario.engine.phases.init, 0.0)
+        for rank in ranks:
+            self.text.init_end(rank)
+
+    def _load(self) -> None:
+        self.text.load_begin()
+        shards, seconds = self.scenario.model.num_shards, self.plan.load_seconds
+        interval = self.scenario.engine.phases.progress_interval
+        printed = {"next": 0.0}
+
+        def tick(fraction: float) -> None:
+            elapsed = fraction * seconds
+            if elapsed + 1e-9 >= printed["next"] or fraction >= 1.0:
+                done = shards if fraction >= 1.0 else int(fraction * shards)
+                self.text.progress(progress_bar(SHARDS_LINE, done, shards, elapsed, seconds / shards))
+                printed["next"] = float("inf") if fraction >= 1.0 else elapsed + interval
+
+        self._advance("load", seconds, self.plan.memory.weights_mib, tick)
+        self.text.load_end()
+        if self.plan.spec is not None:
+            self.text.load_begin(draft=True)
+            self._advance("load", self.scenario.engine.phases.draft_load, self.plan.memory.draft_mib)
+            self.text.load_end(draft=True)
+
+    def _graphs(self) -> None:
+        seconds = self.scenario.engine.phases.cuda_graph
+        if not self.launch.cuda_graph:
+            return
+        self.text.graph_begin()
+        draft_share = 0.3 if self.plan.spec else 0.0
+        self._advance(
+            "cuda_graph", seconds * (1 - draft_share), self.plan.memory.graph_mib * (1 - draft_share)
+        )
+        self.text.graph_end(seconds * (1 - draft_share))
+        if self.plan.spec is not None:
+            self.text.graph_begin(draft=True)
+            self._advance("cuda_graph", seconds * draft_share, self.plan.memory.graph_mib * draft_share)
+            self.text.graph_end(seconds * draft_share, draft=True)
+
+    def before_server(self) -> None:
+        """Everything up to the point where the HTTP server starts listening."""
+        self._record(INIT_MIB, "args")
+        self.text.args()
+        for note in self.launch.speculative.notes if self.launch.speculative else []:
+            self.log.info(note, rank=None)
+        self.log.lines(self.plan.notes)
+        if self._failure_at("args") is not None:
+            self.fail()
+        self._init()
+        self._load()
+        if self._failure_at("kv_cache") is not None:
+            self.fail()
+        self._record(self.used_mib + self.plan.memory.kv_mib, "kv_cache")
+        self.clock.sleep(self.scenario.engine.phases.kv_cache)
+        self.text.kv_cache()
+        self._graphs()
+        if self.launch.engine == "vllm":
+            self.warmup()
+        self.text.summary()
+
+    def warmup(self) -> None:
+        self._advance("warmup", self.scenario.engine.phases.warmup, 0.0)
+        self.text.warmup()
+
+    def bind_failed(self, lines: list[str]) -> None:
+        self.failure = Failure("crash", "serving", lines, 1, source="port")
+        self.fail()

@@ -1,0 +1,202 @@
+"""``specforge train`` stand-in: SpecForge-format progress and runtime checkpoints in accelerated time.
+
+Quality model: a drafter trained to convergence reaches the scenario's ``target_accept_length`` on
+data the target regenerated and ``generic_accept_length`` on other data, blended by the share of
+assistant turns the target would have written; convergence follows
+``1 - exp(-3 * steps / steps_to_converge)``.
+Progress lines follow ``step {N}: {dict}`` [SF@a6b6b02 training/assembly.py:291] with the keys of
+training/controller.py:285-301; checkpoints follow training/checkpoint.py:9-67 (engines.md §4.5, §4.6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from twin.clock import SimClock
+from twin.datasets import read_jsonl, target_alignment
+from twin.engine.physics import visible_gpus
+from twin.layout import SimLayout
+from twin.ledger import GpuLedgerEntry, memory_in_use
+from twin.quality import REFERENCE_STEPS, accept_length, per_position_from_length
+from twin.scenario import Scenario
+
+START_ACCEPTANCE = 0.05
+
+
+class TrainingError(Exception):
+    """Fails the run with this message (exit status 1), as SpecForge would."""
+
+
+def _model_is_target(path: str, scenario: Scenario, layout: SimLayout) -> bool:
+    return path == scenario.model.name or (
+        Path(path).exists() and Path(path).resolve() == layout.model_dir(scenario).resolve()
+    )
+
+
+def _gpus(config: dict[str, Any], scenario: Scenario, layout: SimLayout) -> list[int]:
+    trainer = (config.get("deployment") or {}).get("trainer") or {}
+    needed = int(trainer.get("nproc_per_node") or 1)
+    visible = visible_gpus(scenario, os.environ)
+    if len(visible) < needed:
+        raise TrainingError(f"RuntimeError: nproc_per_node={needed} but only {len(visible)} GPUs are visible")
+    used = visible[:needed]
+    need_mib = scenario.training.gpu_memory_gib * 1024
+    held = memory_in_use(layout.root, scenario.host.gpu_count)
+    for index in used:
+        free = scenario.host.gpu_group(index).memory_mib - held[index] - scenario.host.idle_gpu_memory_mib
+        if need_mib and free < need_mib:
+            raise TrainingError(
+                f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {need_mib / 1024:.2f} GiB. "
+                f"GPU {index} has a total capacity of "
+                f"{scenario.host.gpu_group(index).memory_mib / 1024:.2f} GiB of which {max(free, 0):.2f} "
+                f"MiB is free. Process has {held[index]:.0f} MiB memory in use by other processes."
+            )
+    return used
+
+
+def _acceptance(config: dict[str, Any], scenario: Scenario, layout: SimLayout) -> tuple[float, float, int]:
+    """(final per-position acceptance at convergence, data alignment, number of records)."""
+    data = config["data"]
+    if not data.get("train_data_path"):
+        raise TrainingError(
+            "NotImplementedError: [simulated host] only online training from data.train_data_path "
+            "is simulated"
+        )
+    path = Path(str(data["train_data_path"]))
+    try:
+        records = read_jsonl(path)
+    except (OSError, ValueError) as error:
+        raise TrainingError(f"FileNotFoundError: cannot read training data {path}: {error}") from None
+    if not records:
+        raise TrainingError(f"ValueError: the training data {path} holds no records")
+    alignment = target_alignment(records)
+    training = scenario.training
+    length = (
+        training.generic_accept_length
+        + (training.target_accept_length - training.generic_accept_length) * alignment
+    )
+    return per_position_from_length(length), alignment, len(records)
+
+
+def _step_metrics(acceptance: float, ttt_length: int, learning_rate: float) -> dict[str, float]:
+    accuracies = [acceptance * 0.985**position for position in range(ttt_length)]
+    metrics: dict[str, float] = {}
+    product = 1.0
+    for position, accuracy in enumerate(accuracies):
+        product *= accuracy
+        metrics[f"acc_{position}"] = round(accuracy, 4)
+        metrics[f"ploss_{position}"] = round(-math.log(max(accuracy, 1e-6)) + 0.35, 4)
+        metrics[f"acceptance_rate_{position}"] = round(product, 4)
+    metrics["acc"] = round(sum(accuracies) / len(accuracies), 4)
+    metrics["loss"] = round(
+        sum(0.8**position * metrics[f"ploss_{position}"] for position in range(ttt_length)), 4
+    )
+    metrics["acceptance_rate"] = round(
+        sum(metrics[f"acceptance_rate_{p}"] for p in range(ttt_length)) / ttt_length, 4
+    )
+    metrics["lr"] = learning_rate
+    return metrics
+
+
+def _save(output_dir: Path, run_id: str, step: int, state: dict[str, Any], ranks: int) -> Path:
+    directory = output_dir / f"{run_id}-step{step}"
+    directory.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(state, indent=2) + "\n"
+    (directory / "training_state.pt").write_text(text, encoding="utf-8")
+    for rank in range(ranks):
+        (directory / f"training_state_rank{rank}.pt").write_text(text, encoding="utf-8")
+    for alias in ("latest", "best"):
+        link = output_dir / f"{run_id}-{alias}"
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        link.symlink_to(directory.name)
+    (output_dir / f"{run_id}.best_meta.json").write_text(
+        json.dumps(
+            {
+                "step": step,
+                "path": str(directory),
+                "metric": "simulated_acc_len",
+                "value": state["simulated_acc_len"],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return directory
+
+
+def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_only: bool) -> int:
+    model, training = config["model"], config.get("training") or {}
+    if not _model_is_target(str(model["target_model_path"]), scenario, layout):
+        raise TrainingError(f"OSError: target model {model['target_model_path']} not found on this host")
+    final, alignment, records = _acceptance(config, scenario, layout)
+    batch = int(training.get("batch_size") or 1)
+    steps = int(
+        training.get("max_steps") or int(training.get("num_epochs") or 10) * math.ceil(records / batch)
+    )
+    ttt, rate = int(training.get("ttt_length") or 7), float(training.get("learning_rate") or 1e-4)
+    log_every, save_every = (
+        int(training.get("log_interval") or 50),
+        int(training.get("save_interval") or 1000),
+    )
+    eval_every = int(training.get("eval_interval") or 0)
+    run_id, output_dir = str(config.get("run_id") or "run"), Path(str(config["output_dir"]))
+    print(
+        f"Training plan: strategy={training.get('strategy', 'eagle3')}, records={records}, "
+        f"batch_size={batch}, "
+        f"total_steps={steps}, ttt_length={ttt}, output_dir={output_dir}, run_id={run_id}",
+        flush=True,
+    )
+    if plan_only:
+        return 0
+    gpus = _gpus(config, scenario, layout)
+    ledger = GpuLedgerEntry(layout.root)
+    ledger.update({gpu: int(scenario.training.gpu_memory_gib * 1024) for gpu in gpus}, "training")
+    clock, converge = SimClock(scenario.time_scale), scenario.training.steps_to_converge
+    try:
+        for step in range(1, steps + 1):
+            clock.sleep(scenario.training.seconds_per_step)
+            acceptance = START_ACCEPTANCE + (final - START_ACCEPTANCE) * (1 - math.exp(-3 * step / converge))
+            if step % log_every == 0 or step == steps:
+                print(f"step {step}: {_step_metrics(acceptance, ttt, rate)}", flush=True)
+            simulated = accept_length(acceptance, REFERENCE_STEPS) - 1.0
+            if eval_every and step % eval_every == 0:
+                print(
+                    f"step {step}: {{'eval/simulated_acc_len': {simulated:.4f}, "
+                    f"'eval/acc': {acceptance:.4f}}}",
+                    flush=True,
+                )
+            if step % save_every == 0 or step == steps:
+                state = {
+                    "step": step,
+                    "per_position_acceptance": round(acceptance, 6),
+                    "simulated_acc_len": round(simulated, 4),
+                    "data_alignment": round(alignment, 4),
+                    "ttt_length": ttt,
+                    "target_model": str(model["target_model_path"]),
+                    "simulated": True,
+                }
+                saved = _save(output_dir, run_id, step, state, len(gpus))
+                print(f"Saved checkpoint to {saved}", flush=True)
+    finally:
+        ledger.release()
+    print(
+        f"Training finished after {steps} steps; latest checkpoint {output_dir / (run_id + '-latest')}",
+        flush=True,
+    )
+    return 0
+
+
+def fail(error: Exception) -> int:
+    print(
+        f'Traceback (most recent call last):\n  File "specforge/cli.py", line 88, in main\n{error}',
+        file=sys.stderr,
+        flush=True,
+    )
+    return 1
