@@ -7,7 +7,7 @@ human), or a :class:`Finish` (the goal is met). The loop answers every tool call
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,7 +43,7 @@ class Finish(BaseModel):
     summary: str
 
 
-Action = ToolCall | Ask | Finish
+Action = Annotated[ToolCall | Ask | Finish, Field(discriminator="kind")]
 
 
 class ModelUsage(BaseModel):

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from agent.actions import Ask, Decision, Finish, Observation, ToolCall
+from agent.actions import Action, Ask, Decision, Observation, ToolCall
 from agent.escalation import record_question
 from agent.events import Blocked, GoalReached, LimitReached, RunFailed
 from agent.limits import check_limits
@@ -79,26 +79,20 @@ class Agent:
             self.store.save(self.state)
 
     def step(self) -> None:
+        """Carry out the pending decision (or a new one): run its calls, then stop at an ask or a finish."""
         pending = self.state.loop.pending or self._decide()
         for action in pending.actions:
-            if action.get("kind") == "tool_call":
-                call = ToolCall.model_validate(action)
-                if call.id in pending.results:
-                    continue
-                if (ask := self._call(call, pending)) is not None:
-                    self._close(pending)
-                    raise Blocked(ask)
-            elif action.get("kind") == "ask":
+            if isinstance(action, ToolCall) and action.id in pending.results:
+                continue  # finished before a restart
+            stop = self._call(action, pending) if isinstance(action, ToolCall) else action
+            if stop is not None:
                 self._close(pending)
-                raise Blocked(Ask.model_validate(action))
-            elif action.get("kind") == "finish":
-                self._close(pending)
-                raise GoalReached(Finish.model_validate(action).summary)
+                raise Blocked(stop) if isinstance(stop, Ask) else GoalReached(stop.summary)
         self._close(pending)
 
     def _decide(self) -> PendingStep:
         check_limits(self.state)
-        observations = [Observation.model_validate(item) for item in self.state.loop.observations]
+        observations = self.state.loop.observations
         nudge = self.stuck.check(self.state, observations)
         answers = [item for item in self.state.questions
                    if item.answer is not None and not item.seen_by_policy]
@@ -108,15 +102,11 @@ class Agent:
             state=self.state, state_dir=self.store.state_dir, tool_schemas=self.registry.schemas(),
             observations=observations, new_answers=answers, nudge=nudge))
         self._account(decision)
-        actions = [action.model_dump(mode="json") for action in decision.actions]
-        for index, action in enumerate(actions):  # call ids key the results, so they must be unique
-            if action["kind"] == "tool_call" and any(action["id"] == other.get("id") for other in actions[:index]):
-                action["id"] = f"{action['id']}-{index}"
-        pending = PendingStep(step=self.state.step, thought=decision.thought, actions=actions)
+        pending = PendingStep(step=self.state.step, thought=decision.thought, actions=_unique_ids(decision.actions))
         self.state.loop.pending, self.state.loop.observations = pending, []
         self.store.save(self.state)  # the decision and the policy's memory are committed together
         self.store.journal.record("decision", step=pending.step, thought=pending.thought,
-                                  actions=pending.actions)
+                                  actions=[action.model_dump(mode="json") for action in pending.actions])
         return pending
 
     def _account(self, decision: Decision) -> None:
@@ -143,8 +133,8 @@ class Agent:
             result = ToolResult(tool=call.tool, ok=False, error=f"needs approval: {request.reason}; a human "
                                 "was asked, and the answer comes with the next decision")
         self.progress(f"  -> {'ok' if result.ok else 'error: ' + (result.error or '')[:160]}")
-        observation = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result)
-        pending.results[call.id] = observation.model_dump(mode="json")
+        pending.results[call.id] = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments,
+                                               result=result)
         self.store.save(self.state)
         self.store.journal.record("result", step=pending.step, call_id=call.id, tool=call.tool,
                                   result=result.model_dump(mode="json"))
@@ -152,17 +142,12 @@ class Agent:
 
     def _close(self, pending: PendingStep) -> None:
         """End the step: its results become the next decision's observations."""
-        results = []
-        for action in pending.actions:
-            if action.get("kind") != "tool_call":
-                continue
-            call = ToolCall.model_validate(action)
+        for call in pending.calls():
             if call.id not in pending.results:  # planned after an ask or a call that needs approval
-                skipped = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments,
-                                      result=ToolResult(tool=call.tool, ok=False, error=NOT_RUN))
-                pending.results[call.id] = skipped.model_dump(mode="json")
-            results.append(pending.results[call.id])
-        self.state.loop.pending, self.state.loop.observations = None, results
+                pending.results[call.id] = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments,
+                                                       result=ToolResult(tool=call.tool, ok=False, error=NOT_RUN))
+        self.state.loop.pending = None
+        self.state.loop.observations = [pending.results[call.id] for call in pending.calls()]
         self.state.step += 1
         self.state.usage.steps = self.state.step
         self.store.save(self.state)
@@ -173,3 +158,14 @@ class Agent:
         self.store.save(self.state)
         self.on_exit(event, question)  # notifications are recorded in the state, saved on the way out
         return event
+
+
+def _unique_ids(actions: list[Action]) -> list[Action]:
+    """Call ids key the results, so they must be unique: a repeated id gets its position appended."""
+    unique: list[Action] = []
+    for index, action in enumerate(actions):
+        if isinstance(action, ToolCall) and any(isinstance(other, ToolCall) and other.id == action.id
+                                                for other in unique):
+            action = action.model_copy(update={"id": f"{action.id}-{index}"})
+        unique.append(action)
+    return unique

@@ -13,8 +13,6 @@ the ``result``. After a crash, the pending step and the journal together say, fo
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.actions import Observation, ToolCall
 from agent.journal import Journal
 from agent.state import PendingStep, ProjectState
@@ -34,39 +32,36 @@ def recover_pending_step(state: ProjectState, journal: Journal) -> list[str]:
         return []
     entries = journal.records()
     if not any(entry.get("kind") == "decision" and entry.get("step") == pending.step for entry in entries):
-        journal.record("decision", step=pending.step, thought=pending.thought, actions=pending.actions,
-                       recovered=True)
+        journal.record("decision", step=pending.step, thought=pending.thought,
+                       actions=[action.model_dump(mode="json") for action in pending.actions], recovered=True)
     started = {entry.get("call_id") for entry in entries
                if entry.get("kind") == "intent" and entry.get("step") == pending.step}
     journaled = {entry.get("call_id") for entry in entries if entry.get("kind") == "result"}
     notes: list[str] = []
     cut_short = False
     for action in list(pending.actions):
-        if action.get("kind") != "tool_call":
+        if not isinstance(action, ToolCall):
             if cut_short:
                 pending.actions.remove(action)  # an ask or finish planned after the interruption
             continue
-        call = ToolCall.model_validate(action)
-        if call.id in pending.results:
-            if call.id not in journaled:
-                _journal_result(journal, pending, call, pending.results[call.id], recovered=True)
+        if action.id in pending.results:
+            if action.id not in journaled:
+                _journal_result(journal, pending, pending.results[action.id])
             continue
-        if call.id not in started and not cut_short:
+        if action.id not in started and not cut_short:
             continue  # never started: the loop runs it now
         message, interrupted = (NOT_RUN, False) if cut_short else (INTERRUPTED, True)
         cut_short = True
-        result = ToolResult(tool=call.tool, ok=False, error=message)
-        observation = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result,
-                                  interrupted=interrupted)
-        pending.results[call.id] = observation.model_dump(mode="json")
-        if call.id not in journaled:  # a crash during an earlier recovery may have journaled it already
-            _journal_result(journal, pending, call, pending.results[call.id], recovered=True)
-        notes.append(f"step {pending.step}: {call.tool} ({call.id}) {message.split(':')[0]}")
+        observation = Observation(call_id=action.id, tool=action.tool, arguments=action.arguments,
+                                  result=ToolResult(tool=action.tool, ok=False, error=message), interrupted=interrupted)
+        pending.results[action.id] = observation
+        if action.id not in journaled:  # a crash during an earlier recovery may have journaled it already
+            _journal_result(journal, pending, observation)
+        notes.append(f"step {pending.step}: {action.tool} ({action.id}) {message.split(':')[0]}")
     return notes
 
 
-def _journal_result(journal: Journal, pending: PendingStep, call: ToolCall, observation: dict[str, Any],
-                    recovered: bool) -> None:
-    journal.record("result", step=pending.step, call_id=call.id, tool=call.tool,
-                   interrupted=bool(observation.get("interrupted")), result=observation.get("result"),
-                   recovered=recovered)
+def _journal_result(journal: Journal, pending: PendingStep, observation: Observation) -> None:
+    journal.record("result", step=pending.step, call_id=observation.call_id, tool=observation.tool,
+                   interrupted=observation.interrupted, result=observation.result.model_dump(mode="json"),
+                   recovered=True)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agent.actions import Action, Observation, ToolCall
 from tools.document import Document, utc_now
 from tools.records import (
     BenchmarkRecord,
@@ -93,12 +94,15 @@ class RunSettings(Document):
 class PendingStep(Document):
     """A decision being carried out. It is saved before the first tool call, so a crash mid-step
     resumes where it stopped: finished calls keep their results, the call in flight is reported as
-    interrupted, and nothing runs twice. Values are JSON dumps of ``agent.actions`` models."""
+    interrupted, and nothing runs twice."""
 
     step: int
     thought: str = ""
-    actions: list[dict[str, Any]] = Field(default_factory=list)
-    results: dict[str, dict[str, Any]] = Field(default_factory=dict)  # call id -> Observation
+    actions: list[Action] = Field(default_factory=list)
+    results: dict[str, Observation] = Field(default_factory=dict)  # call id -> its observation
+
+    def calls(self) -> list[ToolCall]:
+        return [action for action in self.actions if isinstance(action, ToolCall)]
 
 
 class LoopState(Document):
@@ -106,7 +110,7 @@ class LoopState(Document):
     yet, and a small space where a policy keeps what it must remember across a resume."""
 
     pending: PendingStep | None = None
-    observations: list[dict[str, Any]] = Field(default_factory=list)
+    observations: list[Observation] = Field(default_factory=list)
     policy_state: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -104,7 +104,7 @@ def test_a_call_needing_approval_blocks_and_later_calls_do_not_run(tmp_path: Pat
     assert question.kind == "approval" and "would wipe /data" in question.question
     assert events == [("blocked", question)]
     observed = saved.loop.observations
-    assert "needs approval" in observed[0]["result"]["error"] and "not run" in observed[1]["result"]["error"]
+    assert "needs approval" in (observed[0].result.error or "") and "not run" in (observed[1].result.error or "")
     assert saved.findings == []
 
 

@@ -22,8 +22,7 @@ from tools.hosts.local import LocalHost
 
 
 def _call(call_id: str, summary: str) -> dict[str, Any]:
-    return ToolCall(id=call_id, tool="update_state",
-                    arguments={"findings": [{"summary": summary}]}).model_dump(mode="json")
+    return ToolCall(id=call_id, tool="update_state", arguments={"findings": [{"summary": summary}]})
 
 
 def _crashed_mid_step(tmp_path: Path, started: list[str]) -> tuple[StateStore, ProjectState]:
@@ -32,12 +31,11 @@ def _crashed_mid_step(tmp_path: Path, started: list[str]) -> tuple[StateStore, P
     state = ProjectState(goal="g", step=4)
     state.add_finding("a")  # the effect of call a, saved with its result
     finished = Observation(call_id="a", tool="update_state", result=ToolResult(tool="update_state", ok=True))
-    finish = Finish(summary="all done").model_dump(mode="json")
-    actions = [_call("a", "a"), _call("b", "b"), _call("c", "c"), finish]
-    state.loop.pending = PendingStep(step=4, thought="three calls", actions=actions,
-                                     results={"a": finished.model_dump(mode="json")})
+    actions = [_call("a", "a"), _call("b", "b"), _call("c", "c"), Finish(summary="all done")]
+    state.loop.pending = PendingStep(step=4, thought="three calls", actions=actions, results={"a": finished})
     store.save(state)
-    store.journal.record("decision", step=4, thought="three calls", actions=state.loop.pending.actions)
+    store.journal.record("decision", step=4, thought="three calls",
+                         actions=[action.model_dump(mode="json") for action in actions])
     for call_id in started:
         store.journal.record("intent", step=4, call_id=call_id, tool="update_state")
     return store, state
@@ -49,9 +47,9 @@ def test_the_call_in_flight_is_interrupted_and_the_rest_of_the_decision_is_dropp
 
     assert state.loop.pending is not None
     results = state.loop.pending.results
-    assert results["b"]["interrupted"] and "verify" in results["b"]["result"]["error"].lower()
-    assert not results["c"]["interrupted"] and results["c"]["result"]["error"].startswith("not run")
-    assert [action["kind"] for action in state.loop.pending.actions] == ["tool_call"] * 3  # finish dropped
+    assert results["b"].interrupted and "verify" in (results["b"].result.error or "").lower()
+    assert not results["c"].interrupted and (results["c"].result.error or "").startswith("not run")
+    assert [action.kind for action in state.loop.pending.actions] == ["tool_call"] * 3  # finish dropped
     assert len(notes) == 2
     journaled = {entry["call_id"]: entry for entry in store.journal.records() if entry["kind"] == "result"}
     assert set(journaled) == {"a", "b", "c"} and journaled["a"]["recovered"]

@@ -14,12 +14,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from reliability_helpers import kill_state_processes
 from spine_helpers import agent_environment, journal_records, run_agent, write_script
 
+from agent.actions import ToolCall
 from agent.journal import Journal
 from agent.recovery import recover_pending_step
 from agent.state import PendingStep, ProjectState
@@ -158,19 +158,18 @@ def test_a_crash_during_recovery_does_not_journal_a_second_result(tmp_path: Path
     second result for the same call."""
     journal = Journal(tmp_path / "journal.jsonl")
     state = ProjectState(goal="recover twice", step=3)
-    call: dict[str, Any] = {"kind": "tool_call", "id": "runbook-3-launch_engine", "tool": "launch_engine",
-                            "arguments": {}}
+    call = ToolCall(id="runbook-3-launch_engine", tool="launch_engine")
     state.loop.pending = PendingStep(step=3, actions=[call])
-    journal.record("decision", step=3, thought="", actions=[call])
-    journal.record("intent", step=3, call_id=call["id"], tool=call["tool"], arguments={})
+    journal.record("decision", step=3, thought="", actions=[call.model_dump(mode="json")])
+    journal.record("intent", step=3, call_id=call.id, tool=call.tool, arguments={})
     saved = state.model_dump_json()
     for _ in range(2):  # the first recovery's state is never saved: the agent was killed right after it
         recovered = ProjectState.model_validate_json(saved)
         notes = recover_pending_step(recovered, journal)
         assert [note.split(")")[-1].strip() for note in notes] == ["interrupted"]
-        assert recovered.loop.pending is not None and recovered.loop.pending.results[call["id"]]["interrupted"]
+        assert recovered.loop.pending is not None and recovered.loop.pending.results[call.id].interrupted
     results = [entry for entry in journal.records() if entry["kind"] == "result"]
-    assert [(entry["call_id"], entry["interrupted"]) for entry in results] == [(call["id"], True)]
+    assert [(entry["call_id"], entry["interrupted"]) for entry in results] == [(call.id, True)]
 
 
 def test_a_lock_file_that_cannot_be_written_is_not_a_traceback(tmp_path: Path) -> None:

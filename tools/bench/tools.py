@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.bench import sglang_backend
@@ -14,6 +14,7 @@ from tools.bench.correctness import CorrectnessVerdict, run_probes
 from tools.bench.prompts import EndpointKind
 from tools.bench.record import record_benchmark, record_correctness
 from tools.bench.runner import BenchParams, BenchRun, LevelReport, run_sweep
+from tools.bench.stats import Distribution
 
 
 class RunBenchArgs(BenchParams):
@@ -25,30 +26,42 @@ class RunBenchArgs(BenchParams):
     timeout_s: float = Field(default=3600.0, gt=0, le=6 * 3600, description="Limit for the whole sweep")
 
 
+class LevelSummary(BaseModel):
+    """The figures of one level a policy compares, rounded; the full record is in state.benchmarks."""
+
+    concurrency: int
+    completed: int
+    failed: int
+    req_per_s: float
+    output_tok_per_s: float
+    total_tok_per_s: float
+    ttft_ms: dict[str, float | None]
+    itl_ms: dict[str, float | None]
+    tpot_ms: dict[str, float | None]
+    e2e_ms: dict[str, float | None]
+    spec: dict[str, Any] | None = None  # speculative acceptance read from the server's metrics
+    errors: list[str] = Field(default_factory=list)  # "COUNTx MESSAGE"
+
+    @classmethod
+    def of(cls, level: LevelReport) -> LevelSummary:
+        def ms(distribution: Distribution) -> dict[str, float | None]:
+            return {key: None if value is None else round(value, 2)
+                    for key, value in distribution.model_dump(exclude={"count"}).items()}
+
+        return cls(concurrency=level.concurrency, completed=level.completed, failed=level.failed,
+                   req_per_s=round(level.request_throughput, 3), output_tok_per_s=round(level.output_throughput, 1),
+                   total_tok_per_s=round(level.total_throughput, 1), ttft_ms=ms(level.ttft_ms),
+                   itl_ms=ms(level.itl_ms), tpot_ms=ms(level.tpot_ms), e2e_ms=ms(level.e2e_ms),
+                   spec=level.spec.model_dump(exclude_none=True) if level.spec is not None else None,
+                   errors=[f"{error.count}x {error.message}" for error in level.errors])
+
+
 class RunBenchOutput(ToolOutput):
     benchmark_id: str
     client: str
-    levels: list[dict[str, Any]]
+    levels: list[LevelSummary]
     correctness: str | None = None
     warnings: list[str] = Field(default_factory=list)
-
-
-def _compact(level: LevelReport) -> dict[str, Any]:
-    """The figures a policy compares, rounded; the full record is in state.benchmarks."""
-    def ms(distribution: Any) -> dict[str, float | None]:
-        return {key: None if value is None else round(value, 2)
-                for key, value in distribution.model_dump(exclude={"count"}).items()}
-    compact: dict[str, Any] = {
-        "concurrency": level.concurrency, "completed": level.completed, "failed": level.failed,
-        "req_per_s": round(level.request_throughput, 3),
-        "output_tok_per_s": round(level.output_throughput, 1),
-        "total_tok_per_s": round(level.total_throughput, 1), "ttft_ms": ms(level.ttft_ms),
-        "itl_ms": ms(level.itl_ms), "tpot_ms": ms(level.tpot_ms), "e2e_ms": ms(level.e2e_ms)}
-    if level.spec is not None:
-        compact["spec"] = level.spec.model_dump(exclude_none=True)
-    if level.errors:
-        compact["errors"] = [f"{error.count}x {error.message}" for error in level.errors]
-    return compact
 
 
 def _run_sglang(args: RunBenchArgs, context: ToolContext) -> BenchRun:
@@ -116,7 +129,7 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
             if level.completed == 0:
                 warnings.append(f"concurrency {level.concurrency}: every request failed")
         return RunBenchOutput(benchmark_id=record.id, client=run.client,
-                              levels=[_compact(level) for level in run.levels],
+                              levels=[LevelSummary.of(level) for level in run.levels],
                               correctness=verdict.summary if verdict else None, warnings=warnings)
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
-from tools.logs.diagnose import DiagnosisHints, diagnose_file
+from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
 from tools.logs.reader import last_frame, read_last_lines
 from tools.processes import DEFAULT_STOP_GRACE_SECONDS, resolve_process, stop_process
 from tools.records import ProcessRecord
@@ -74,7 +74,7 @@ class EngineStatusOutput(ToolOutput):
     health: str | None = None
     log_path: str
     last_lines: list[str] = Field(default_factory=list)
-    diagnosis: dict[str, Any] | None = None
+    diagnosis: Diagnosis | None = None
 
 
 def _uptime(record: ProcessRecord) -> float | None:
@@ -122,7 +122,7 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
             hints = DiagnosisHints(engine=config.engine if config else None, process_alive=status.alive,
                                    interconnect=context.state.environment.interconnect,
                                    exit_code=None if record.state == "stopped" else output.exit_code)
-            output.diagnosis = diagnose_file(log, hints).model_dump(mode="json", by_alias=True)
+            output.diagnosis = diagnose_file(log, hints)
         return output
 
 

@@ -134,6 +134,6 @@ def _record_finding(name: str, config: EngineLaunchConfig, readiness: ReadinessR
     elif readiness.outcome in ("exited", "hung") and readiness.diagnosis is not None:
         diagnosis = readiness.diagnosis
         context.state.add_finding(
-            f"{name}: {where} {readiness.outcome} during start-up: {diagnosis['class']} "
-            f"(confidence {diagnosis['confidence']})",
-            evidence=[f"line {diagnosis.get('line_number')}: {diagnosis.get('key_line')}"])
+            f"{name}: {where} {readiness.outcome} during start-up: {diagnosis.diagnosis_class} "
+            f"(confidence {diagnosis.confidence})",
+            evidence=[f"line {diagnosis.line_number}: {diagnosis.key_line}"])

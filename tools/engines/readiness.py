@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -24,7 +24,7 @@ from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
-from tools.logs.diagnose import DiagnosisHints, diagnose_file
+from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
 from tools.logs.library import SignatureLibrary, load_library
 from tools.logs.reader import last_frame, read_since
 from tools.processes import refresh
@@ -49,7 +49,7 @@ class ReadinessReport(BaseModel):
     activity_seen: list[str] = Field(default_factory=list)
     quiet_seconds: float = 0.0
     exit_code: int | None = None
-    diagnosis: dict[str, Any] | None = None
+    diagnosis: Diagnosis | None = None
     log_offset: int = 0
 
 
@@ -146,7 +146,7 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
 
 
 def _diagnosis(record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext, *, alive: bool,
-               exit_code: int | None, stale_after_seconds: float) -> dict[str, Any]:
+               exit_code: int | None, stale_after_seconds: float) -> Diagnosis:
     hints = DiagnosisHints(engine=config.engine, interconnect=context.state.environment.interconnect,
                            process_alive=alive, exit_code=exit_code, stale_after_seconds=stale_after_seconds)
-    return diagnose_file(Path(record.log_path), hints).model_dump(mode="json", by_alias=True)
+    return diagnose_file(Path(record.log_path), hints)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.policies.runbook.progress import Purpose, RunbookProgress
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
+from tools.bench.runner import LevelReport
 
 
-def _level(state: ProjectState, benchmark_id: str | None) -> dict[str, Any] | None:
+def _level(state: ProjectState, benchmark_id: str | None) -> LevelReport | None:
+    """The first level of a stored benchmark (the runbook measures one level per run)."""
     for record in state.benchmarks:
         if record.id == benchmark_id:
             levels = record.metrics.get("levels") or []
-            return levels[0] if levels and isinstance(levels[0], dict) else None
+            return LevelReport.model_validate(levels[0]) if levels else None
     return None
 
 
@@ -21,15 +21,10 @@ def measured(state: ProjectState, progress: RunbookProgress, purpose: Purpose) -
     """Single-stream and peak output tok/s and the acceptance length of one configuration."""
     single = _level(state, progress.benchmarks.get(f"{purpose} single"))
     peak = _level(state, progress.benchmarks.get(f"{purpose} peak"))
-
-    def throughput(level: dict[str, Any] | None) -> float | None:
-        value = level.get("output_throughput") if level else None
-        return float(value) if isinstance(value, int | float) else None
-
-    spec = (single or {}).get("spec") or (peak or {}).get("spec") or {}
-    accept = spec.get("accept_length") if isinstance(spec, dict) else None
-    return {"single_stream_tok_s": throughput(single), "peak_tok_s": throughput(peak),
-            "accept_length": float(accept) if isinstance(accept, int | float) else None}
+    spec = (single.spec if single else None) or (peak.spec if peak else None)
+    return {"single_stream_tok_s": single.output_throughput if single else None,
+            "peak_tok_s": peak.output_throughput if peak else None,
+            "accept_length": spec.accept_length if spec else None}
 
 
 def speedup(state: ProjectState, progress: RunbookProgress, purpose: Purpose) -> float | None:

@@ -2,46 +2,45 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.actions import Ask
 from agent.policies.runbook.calls import SPECULATIVE_PURPOSES
 from agent.policies.runbook.progress import Attempt, RunbookProgress
 from agent.policies.runbook.remedies import applicable, apply_remedy
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
+from tools.engines.launch import LaunchEngineOutput
+from tools.logs.diagnose import Diagnosis
 
 ESCALATE_CLASSES = {"unknown": "unknown_failure", "gpu_hardware_fault": "hardware"}
 
 
-def _evidence(diagnosis: dict[str, Any], log_path: str | None) -> list[str]:
+def _evidence(diagnosis: Diagnosis, log_path: str | None) -> list[str]:
     evidence = []
-    if diagnosis.get("key_line"):
-        evidence.append(f"line {diagnosis.get('line_number')}: {diagnosis['key_line']}")
-    evidence += [str(line) for line in diagnosis.get("evidence") or []][:4]
+    if diagnosis.key_line:
+        evidence.append(f"line {diagnosis.line_number}: {diagnosis.key_line}")
+    evidence += diagnosis.evidence[:4]
     if log_path:
         evidence.append(f"log: {log_path}")
     return evidence
 
 
-def on_launch(state: ProjectState, progress: RunbookProgress, output: dict[str, Any],
+def on_launch(state: ProjectState, progress: RunbookProgress, output: LaunchEngineOutput,
               settings: RunbookSettings) -> Ask | None:
     """Record the attempt's outcome and choose the next phase. Returns a question when blocked."""
     attempt = progress.attempts[-1]
-    readiness = output.get("readiness") or {}
-    outcome = str(readiness.get("outcome", "unknown"))
+    outcome = output.readiness.outcome
     attempt.outcome = outcome
     progress.current = attempt.process
     if outcome == "ready":
-        progress.base_url = output.get("base_url")
+        progress.base_url = output.base_url
         progress.phase, progress.bench_stage = "verify", "single"
         if progress.purpose == "training_target":
             progress.phase = "train"
         return None
-    diagnosis: dict[str, Any] = readiness.get("diagnosis") or {"class": "unknown", "remedies": []}
-    klass = str(diagnosis.get("class", "unknown"))
-    attempt.diagnosis, attempt.key_line = klass, diagnosis.get("key_line")
-    evidence = _evidence(diagnosis, output.get("log_path"))
+    diagnosis = output.readiness.diagnosis or Diagnosis(diagnosis_class="unknown", confidence=0.0)
+    klass = diagnosis.diagnosis_class
+    attempt.diagnosis, attempt.key_line = klass, diagnosis.key_line
+    evidence = _evidence(diagnosis, output.log_path)
     # A hung or still-loading engine holds its GPUs: stop it before anything else.
     progress.after_stop = "launch"
     progress.phase = "stop" if outcome in ("hung", "timeout") else "launch"
@@ -75,26 +74,25 @@ def on_launch_refused(state: ProjectState, progress: RunbookProgress, error: str
     return True
 
 
-def _apply_next_remedy(state: ProjectState, progress: RunbookProgress, klass: str, diagnosis: dict[str, Any],
+def _apply_next_remedy(state: ProjectState, progress: RunbookProgress, klass: str, diagnosis: Diagnosis,
                        evidence: list[str]) -> Ask | None:
     tried = progress.tried.setdefault(klass, [])
     human_only: list[str] = []
-    for remedy in diagnosis.get("remedies") or []:
-        remedy_id, action = str(remedy.get("id")), remedy.get("action") or {}
-        if remedy_id in tried:
+    for remedy in diagnosis.remedies:
+        if remedy.id in tried:
             continue
-        if not applicable(action):
-            if action.get("needs_human"):
-                human_only.append(str(remedy.get("text")))
+        if not applicable(remedy.action):
+            if remedy.action.get("needs_human"):
+                human_only.append(remedy.text)
             continue
-        new_config, changes = apply_remedy(progress.base_config, action)
-        tried.append(remedy_id)
+        new_config, changes = apply_remedy(progress.base_config, remedy.action)
+        tried.append(remedy.id)
         if not changes:
             continue
         progress.base_config = new_config
         why = f"{', '.join(changes)} after {klass}"
-        progress.changes.append(f"{why} ({diagnosis.get('key_line') or 'see log'})")
-        state.add_finding(f"attempt {len(progress.attempts)} failed with {klass}; next: {remedy.get('text')}",
+        progress.changes.append(f"{why} ({diagnosis.key_line or 'see log'})")
+        state.add_finding(f"attempt {len(progress.attempts)} failed with {klass}; next: {remedy.text}",
                           evidence=evidence)
         return None
     hypothesis = human_only[0] if human_only else f"the known remedies for {klass} are exhausted"
@@ -103,7 +101,7 @@ def _apply_next_remedy(state: ProjectState, progress: RunbookProgress, klass: st
 
 
 def _ask_about_failure(progress: RunbookProgress, klass: str, outcome: str, evidence: list[str],
-                       diagnosis: dict[str, Any]) -> Ask:
+                       diagnosis: Diagnosis) -> Ask:
     if klass == "gpu_hardware_fault":
         question = ("A GPU reported a hardware fault while the engine started; retrying could make it worse. "
                     "Please check the GPU (nvidia-smi -q, kernel log) and tell me how to proceed.")
@@ -112,7 +110,7 @@ def _ask_about_failure(progress: RunbookProgress, klass: str, outcome: str, evid
         question = (f"The engine {outcome} with an error I have no remedy for. Please look at the evidence and "
                     "tell me what to change (you can answer with settings such as attention_backend=triton "
                     "or NCCL_P2P_DISABLE=1), or fix the environment and answer 'retry'.")
-        hypothesis = str(diagnosis.get("summary") or "an unknown fatal error in the engine; see the key line")
+        hypothesis = diagnosis.summary or "an unknown fatal error in the engine; see the key line"
     return _ask(progress, ESCALATE_CLASSES[klass], question, evidence, hypothesis)
 
 

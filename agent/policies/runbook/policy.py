@@ -9,8 +9,6 @@ hardware fault, when remedies run out, or when the goal cannot be met on this ho
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.actions import Action, Ask, Decision, Finish, Observation
 from agent.policies.base import PolicyView
 from agent.policies.runbook import calls
@@ -22,6 +20,10 @@ from agent.policies.runbook.progress import RunbookProgress
 from agent.policies.runbook.report import final_report
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
+from tools.bench.correctness import CorrectnessVerdict
+from tools.bench.tools import CheckCorrectnessOutput, RunBenchOutput
+from tools.drafter.tools import DrafterOutput
+from tools.engines.launch import LaunchEngineOutput
 from tools.records import LIVE_STATES
 
 
@@ -73,17 +75,17 @@ class RunbookPolicy:
         elif observation.tool == "stop_engine" and progress.phase == "stop":
             progress.phase = progress.after_stop
         elif observation.tool == "launch_engine":
-            return on_launch(state, progress, output, self.settings)
+            return on_launch(state, progress, LaunchEngineOutput.model_validate(output), self.settings)
         elif observation.tool == "check_correctness":
-            return self._on_correctness(state, progress, output)
+            return self._on_correctness(state, progress, CheckCorrectnessOutput.model_validate(output).verdict)
         elif observation.tool == "run_bench":
-            return self._on_bench(state, progress, output)
+            return self._on_bench(state, progress, RunBenchOutput.model_validate(output))
         elif observation.tool == "train_drafter":
-            progress.training_job, progress.phase = str(output.get("name")), "train_sleep"
+            progress.training_job, progress.phase = DrafterOutput.model_validate(output).name, "train_sleep"
         elif observation.tool == "wait" and progress.phase == "train_sleep":
             progress.phase = "train_wait"
         elif observation.tool == "drafter_status":
-            return self._on_drafter_status(state, progress, output)
+            return self._on_drafter_status(state, progress, DrafterOutput.model_validate(output))
         return None
 
     def _next(self, state: ProjectState, progress: RunbookProgress) -> Action | None:
@@ -125,14 +127,14 @@ class RunbookPolicy:
             return Finish(summary=final_report(state, progress, settings))
         return calls.call(state, "stop_engine", {"name": progress.current})
 
-    def _on_correctness(self, state: ProjectState, progress: RunbookProgress, output: dict[str, Any]) -> Ask | None:
-        verdict = output.get("verdict") or {}
-        if verdict.get("passed"):
+    def _on_correctness(self, state: ProjectState, progress: RunbookProgress,
+                        verdict: CorrectnessVerdict) -> Ask | None:
+        if verdict.passed:
             progress.phase = "finish" if progress.purpose == "final" else "bench"
             state.upsert_task("correctness", status="done")
             return None
-        evidence = [f"{item.get('name')}: {item.get('answer', '')[:120]!r} {item.get('problems')}"
-                    for item in verdict.get("results") or [] if not item.get("passed")]
+        evidence = [f"{item.name}: {item.answer[:120]!r} {item.problems}" for item in verdict.results
+                    if not item.passed]
         if progress.purpose in calls.SPECULATIVE_PURPOSES:
             state.add_finding(f"{progress.purpose} drafter gives wrong output; dropped", evidence=evidence)
             progress.phase = "advance"
@@ -144,14 +146,14 @@ class RunbookPolicy:
                               "corruption or an INT4 MoE kernel); try disable_cuda_graph=true",
                    options=["KEY=VALUE settings to apply, then retry", "stop here"])
 
-    def _on_bench(self, state: ProjectState, progress: RunbookProgress, output: dict[str, Any]) -> Ask | None:
-        silent = [level for level in output.get("levels") or [] if not level.get("completed")]
+    def _on_bench(self, state: ProjectState, progress: RunbookProgress, output: RunBenchOutput) -> Ask | None:
+        silent = [level for level in output.levels if not level.completed]
         if silent:  # no request answered: the engine stopped serving, and these figures mean nothing
-            errors = [str(error) for level in silent for error in level.get("errors") or []]
+            errors = [error for level in silent for error in level.errors]
             return self._on_error(state, progress, "run_bench", "every request failed at concurrency "
-                                  f"{', '.join(str(level.get('concurrency')) for level in silent)}; the engine may "
+                                  f"{', '.join(str(level.concurrency) for level in silent)}; the engine may "
                                   f"have stopped serving ({'; '.join(errors[:3]) or 'no error given'})")
-        progress.benchmarks[f"{progress.purpose} {progress.bench_stage}"] = str(output.get("benchmark_id"))
+        progress.benchmarks[f"{progress.purpose} {progress.bench_stage}"] = output.benchmark_id
         if progress.bench_stage == "single":
             progress.bench_stage = "peak"
             return None
@@ -164,16 +166,16 @@ class RunbookPolicy:
         return None
 
     def _on_drafter_status(self, state: ProjectState, progress: RunbookProgress,
-                           output: dict[str, Any]) -> Ask | None:
-        status = str(output.get("state"))
-        if status == "done" and output.get("exported_path"):
-            progress.trained_drafter = str(output.get("exported_path"))
+                           output: DrafterOutput) -> Ask | None:
+        status = output.state
+        if status == "done" and output.exported_path:
+            progress.trained_drafter = output.exported_path
             progress.purpose, progress.phase = "trained", "launch"
             state.upsert_task("train-drafter", status="done")
         elif status in ("starting", "running"):
             progress.phase = "train_sleep"
         else:
-            detail = (output.get("progress") or {}).get("error") or status
+            detail = output.progress.error or status
             return self._on_error(state, progress, "drafter training", f"the pipeline ended {status}: {detail}")
         return None
 
