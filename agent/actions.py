@@ -55,6 +55,11 @@ class ModelUsage(BaseModel):
     cost_usd: float = 0.0
     model_calls: int = 0
 
+    def add(self, spent: ModelUsage) -> None:
+        """Add another decision's spending to this total."""
+        for name in ModelUsage.model_fields:
+            setattr(self, name, getattr(self, name) + getattr(spent, name))
+
 
 class Decision(BaseModel):
     thought: str = ""

@@ -1,10 +1,12 @@
-"""The agent's configuration: one typed document merged from layers.
+"""Loading the agent's configuration: layers merged into one typed document (:mod:`agent.settings`).
 
 Layers, later ones win: built-in defaults < the config file (``--config FILE``, else ``agent.toml``
 in the state directory, if present) < environment variables (``OPSLOOP_*``, listed in
-:data:`ENVIRONMENT_VARIABLES`) < command-line flags. A bad value is reported in one line naming the
-field and the layer it came from. Secrets (SMTP password, API keys) are registered with the redactor
-as soon as they are read, so they are masked wherever they might appear.
+:data:`agent.settings.ENVIRONMENT_VARIABLES`) < command-line flags. The whole document is validated
+here, the policies' sections included; a bad value is reported in one line naming the field and the
+layer it came from. Secrets (SMTP password, API keys) are registered with the redactor as soon as
+they are read, so they are masked wherever they might appear. :func:`describe_sources` says which
+layer each effective value came from (``agent config show``).
 
 Example ``agent.toml``::
 
@@ -28,128 +30,90 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import ValidationError
 
 from agent.events import UsageError
+from agent.policies.llm.settings import API_KEY_VARIABLES
+from agent.settings import ENVIRONMENT_VARIABLES, AgentConfig, PolicyName
 from tools.mappings import merge
 from tools.redact import register_secret
 
-PolicyName = Literal["runbook", "scripted", "llm"]
 CONFIG_FILE_NAME = "agent.toml"
-LLM_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+SourceKind = Literal["default", "file", "environment", "flag"]
 
 
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(frozen=True)
+class Layer:
+    kind: SourceKind
+    name: str  # as errors name it: "config file PATH", "environment", "command line"
+    values: Mapping[str, Any]
 
 
-class LimitSettings(Section):
-    max_steps: int = Field(default=200, ge=1)
-    max_wall_seconds: float = Field(default=6 * 3600.0, gt=0)
-    max_cost_usd: float = Field(default=50.0, ge=0)
+@dataclass(frozen=True)
+class Source:
+    """Where one effective setting came from: its layer and, for the environment, the variable."""
+
+    key: str
+    value: Any
+    kind: SourceKind
+    detail: str = ""
 
 
-class SmtpSettings(Section):
-    host: str = "localhost"
-    port: int = Field(default=25, ge=1, le=65535)
-    user: str | None = None
-    password: SecretStr | None = None
-    sender: str = "opsloop@localhost"
-    starttls: bool = False
-    ssl: bool = False
-    timeout_seconds: float = Field(default=10.0, gt=0)
-
-
-class NotifySettings(Section):
-    """``channels`` are specs: ``webhook:URL``, ``slack:URL``, ``ntfy:URL``, ``email:ADDRESS``,
-    ``command:CMD``, ``desktop``. Each delivery is tried ``attempts`` times with growing waits."""
-
-    channels: list[str] = Field(default_factory=list)
-    attempts: int = Field(default=3, ge=1, le=10)
-    retry_wait_seconds: float = Field(default=1.0, ge=0)
-    timeout_seconds: float = Field(default=10.0, gt=0)
-    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
-
-
-class ToolSettingsConfig(Section):
-    engine_python: str | None = None  # interpreter of the engine environment; default: this one
-    allowed_write_roots: list[str] = Field(default_factory=list)  # besides the working directory
-    output_cap_chars: int = Field(default=8_000, ge=200)
-    load_timeout_seconds: float = Field(default=1800.0, gt=0)
-    hang_after_seconds: float = Field(default=600.0, gt=0)
-
-
-class StuckSettings(Section):
-    repeat_limit: int = Field(default=3, ge=2)
-    idle_limit: int = Field(default=8, ge=2)
-
-
-class AgentConfig(Section):
-    policy: PolicyName | None = None  # None: llm when an API key is set, else runbook
-    script: str | None = None  # decisions file for the scripted policy
-    sim: str | None = None  # simulated-host scenario (name or file)
-    limits: LimitSettings = Field(default_factory=LimitSettings)
-    notify: NotifySettings = Field(default_factory=NotifySettings)
-    tools: ToolSettingsConfig = Field(default_factory=ToolSettingsConfig)
-    stuck: StuckSettings = Field(default_factory=StuckSettings)
-    # The policies' own sections, validated by each policy when it is built (the LLM policy's by
-    # agent.policies.llm.settings.LlmSettings), so this module does not depend on them.
-    llm: dict[str, Any] = Field(default_factory=dict)
-    runbook: dict[str, Any] = Field(default_factory=dict)
-
-
-ENVIRONMENT_VARIABLES: dict[str, tuple[str, ...]] = {
-    "OPSLOOP_POLICY": ("policy",),
-    "OPSLOOP_SCRIPT": ("script",),
-    "OPSLOOP_SIM": ("sim",),
-    "OPSLOOP_ENGINE_PYTHON": ("tools", "engine_python"),
-    "OPSLOOP_NOTIFY": ("notify", "channels"),
-    "OPSLOOP_MAX_STEPS": ("limits", "max_steps"),
-    "OPSLOOP_MAX_WALL_SECONDS": ("limits", "max_wall_seconds"),
-    "OPSLOOP_MAX_COST_USD": ("limits", "max_cost_usd"),
-    "OPSLOOP_SMTP_HOST": ("notify", "smtp", "host"),
-    "OPSLOOP_SMTP_PORT": ("notify", "smtp", "port"),
-    "OPSLOOP_SMTP_USER": ("notify", "smtp", "user"),
-    "OPSLOOP_SMTP_PASSWORD": ("notify", "smtp", "password"),
-    "OPSLOOP_SMTP_FROM": ("notify", "smtp", "sender"),
-    "OPSLOOP_SMTP_STARTTLS": ("notify", "smtp", "starttls"),
-    "OPSLOOP_SMTP_SSL": ("notify", "smtp", "ssl"),
-    "OPSLOOP_LLM_PROVIDER": ("llm", "provider"),
-    "OPSLOOP_LLM_MODEL": ("llm", "model"),
-    "OPSLOOP_LLM_BASE_URL": ("llm", "base_url"),
-}
+def read_layers(state_dir: Path, config_file: Path | None = None, environ: Mapping[str, str] | None = None,
+                overrides: Mapping[str, Any] | None = None) -> list[Layer]:
+    """The non-default layers, lowest first."""
+    layers: list[Layer] = []
+    path = config_file if config_file is not None else state_dir / CONFIG_FILE_NAME
+    if config_file is not None or path.exists():
+        layers.append(Layer("file", f"config file {path}", read_config_file(path)))
+    layers.append(Layer("environment", "environment", environment_layer(os.environ if environ is None else environ)))
+    layers.append(Layer("flag", "command line", overrides or {}))
+    return layers
 
 
 def load_config(state_dir: Path, config_file: Path | None = None, environ: Mapping[str, str] | None = None,
                 overrides: Mapping[str, Any] | None = None) -> AgentConfig:
     """Merge the layers and validate. Raises :class:`UsageError` with a one-line message."""
-    layers: list[tuple[str, Mapping[str, Any]]] = []
-    path = config_file if config_file is not None else state_dir / CONFIG_FILE_NAME
-    if config_file is not None or path.exists():
-        layers.append((f"config file {path}", read_config_file(path)))
-    layers.append(("environment", environment_layer(os.environ if environ is None else environ)))
-    layers.append(("command line", overrides or {}))
+    return validate(read_layers(state_dir, config_file, environ, overrides))
+
+
+def validate(layers: list[Layer]) -> AgentConfig:
     merged: dict[str, Any] = {}
-    for _, layer in layers:
-        merged = merge(merged, layer)
+    for layer in layers:
+        merged = merge(merged, layer.values)
     try:
         config = AgentConfig.model_validate(merged)
     except ValidationError as error:
         first = error.errors()[0]
         location = tuple(str(part) for part in first["loc"])
-        sources = [name for name, layer in reversed(layers) if _has_path(layer, location)]
+        sources = [layer.name for layer in reversed(layers) if _has_path(layer.values, location)]
         source = sources[0] if sources else "the configuration"
         raise UsageError(f"invalid configuration in {source}: {'.'.join(location) or '(root)'}: "
                          f"{first['msg']}") from None
-    if config.notify.smtp.password is not None:
-        register_secret(config.notify.smtp.password.get_secret_value())
-    api_key = config.llm.get("api_key")
-    if isinstance(api_key, str):
-        register_secret(api_key)
+    for secret in (config.notify.smtp.password, config.llm.api_key):
+        if secret is not None:
+            register_secret(secret.get_secret_value())
     return config
+
+
+def describe_sources(config: AgentConfig, layers: list[Layer]) -> list[Source]:
+    """Every effective setting (dotted key, JSON value) with the layer that set it last."""
+    variables = {path: name for name, path in ENVIRONMENT_VARIABLES.items()}
+    described = []
+    for key, value in _leaves(config.model_dump(mode="json")):
+        path = tuple(key.split("."))
+        setters = [layer for layer in layers if any(_overlaps(path, given) for given, _ in _leaves(layer.values))]
+        if not setters:
+            described.append(Source(key, value, "default"))
+            continue
+        layer = setters[-1]
+        detail = variables.get(path, "") if layer.kind == "environment" else layer.name.removeprefix("config file ")
+        described.append(Source(key, value, layer.kind, detail))
+    return described
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -183,7 +147,7 @@ def choose_policy(config: AgentConfig, environ: Mapping[str, str] | None = None)
         return config.policy
     if config.script:
         return "scripted"
-    return "llm" if any(environ.get(name) for name in LLM_KEY_VARIABLES) else "runbook"
+    return "llm" if any(environ.get(name) for name in API_KEY_VARIABLES.values()) else "runbook"
 
 
 def nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -192,6 +156,24 @@ def nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     for key in reversed(path):
         result = {key: result}
     return dict(result)
+
+
+def _leaves(value: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of every leaf; lists and empty tables are leaves."""
+    leaves: list[tuple[str, Any]] = []
+    for key, item in value.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(item, Mapping) and item:
+            leaves += _leaves(item, f"{dotted}.")
+        else:
+            leaves.append((dotted, item))
+    return leaves
+
+
+def _overlaps(path: tuple[str, ...], given: str) -> bool:
+    other = tuple(given.split("."))
+    shorter = min(len(path), len(other))
+    return path[:shorter] == other[:shorter]
 
 
 def _has_path(layer: Mapping[str, Any], path: tuple[str, ...]) -> bool:

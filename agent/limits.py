@@ -9,13 +9,32 @@ the budget where it is, so the next resume asks again instead of running past it
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.actions import Ask
-from agent.events import LimitReached
-from agent.state import ProjectState
+from agent.events import LimitReached, UsageError
+
+if TYPE_CHECKING:
+    from agent.state import ProjectState
 
 _EXTEND = re.compile(r"^\s*(?:extend|yes|y|continue)\b(?:\s*(?:by\s*)?\$?\s*(?P<amount>\d+(?:\.\d+)?))?",
                      re.IGNORECASE)
+
+
+class Limits(BaseModel):
+    """The run's budgets: the ``[limits]`` section of the configuration seeds them when a run starts; from
+    then on the state document holds them (answers and ``agent resume --max-*`` change them there)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    max_steps: int = Field(default=200, ge=1)
+    """Decisions before the run stops to ask whether to extend."""
+    max_wall_seconds: float = Field(default=6 * 3600.0, gt=0)
+    """Wall-clock seconds the agent may spend on the run (time while it is stopped does not count)."""
+    max_cost_usd: float = Field(default=50.0, ge=0)
+    """US dollars the model calls may cost."""
 
 
 def exhausted_limits(state: ProjectState) -> list[str]:
@@ -80,15 +99,20 @@ def extend_limits(state: ProjectState, answer: str) -> list[str] | None:
 
 def set_limits(state: ProjectState, max_steps: int | None = None, max_wall_seconds: float | None = None,
                max_cost_usd: float | None = None) -> list[str]:
-    """Set budgets outright (command-line flags). Returns what changed, described for a finding."""
-    limits, changed = state.limits, []
+    """Set budgets outright (command-line flags). Returns what changed, described for a finding; a value
+    out of range is a :class:`UsageError` and changes nothing."""
+    given = {"max_steps": max_steps, "max_wall_seconds": max_wall_seconds, "max_cost_usd": max_cost_usd}
+    changes = {name: value for name, value in given.items() if value is not None}
+    try:
+        state.limits = Limits.model_validate({**state.limits.model_dump(), **changes})
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise UsageError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+    described = []
     if max_steps is not None:
-        limits.max_steps = max_steps
-        changed.append(f"max steps {max_steps}")
+        described.append(f"max steps {max_steps}")
     if max_wall_seconds is not None:
-        limits.max_wall_seconds = max_wall_seconds
-        changed.append(f"max wall time {max_wall_seconds:.0f} s")
+        described.append(f"max wall time {max_wall_seconds:.0f} s")
     if max_cost_usd is not None:
-        limits.max_cost_usd = max_cost_usd
-        changed.append(f"max cost ${max_cost_usd:.2f}")
-    return changed
+        described.append(f"max cost ${max_cost_usd:.2f}")
+    return described

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from agent.actions import Action, Ask, Decision, Observation, ToolCall
+from agent.actions import Action, Ask, Observation, ToolCall
 from agent.escalation import record_question
 from agent.events import Blocked, GoalReached, LimitReached, RunFailed
 from agent.limits import check_limits
@@ -101,21 +101,13 @@ class Agent:
         decision = self.policy.decide(PolicyView(
             state=self.state, state_dir=self.store.state_dir, tool_schemas=self.registry.schemas(),
             observations=observations, new_answers=answers, nudge=nudge))
-        self._account(decision)
+        self.state.usage.add(decision.usage)
         pending = PendingStep(step=self.state.step, thought=decision.thought, actions=_unique_ids(decision.actions))
         self.state.loop.pending, self.state.loop.observations = pending, []
         self.store.save(self.state)  # the decision and the policy's memory are committed together
         self.store.journal.record("decision", step=pending.step, thought=pending.thought,
                                   actions=[action.model_dump(mode="json") for action in pending.actions])
         return pending
-
-    def _account(self, decision: Decision) -> None:
-        usage, spent = self.state.usage, decision.usage
-        usage.input_tokens += spent.input_tokens
-        usage.output_tokens += spent.output_tokens
-        usage.cached_input_tokens += spent.cached_input_tokens
-        usage.cost_usd += spent.cost_usd
-        usage.model_calls += spent.model_calls
 
     def _call(self, call: ToolCall, pending: PendingStep) -> Ask | None:
         """Run one call and save its result; returns the question when the tool needs approval."""

@@ -98,7 +98,7 @@ def _hardware(state: ProjectState) -> str:
                  f"CUDA {environment.cuda_version or '?'}")
     lines.append(f"- CPU: {environment.cpu_model or '?'} ({environment.cpu_cores or '?'} cores), RAM "
                  f"{environment.ram_gib or '?'} GiB, free disk {environment.disk_free_gib or '?'} GiB")
-    scenario = environment.simulated_scenario or state.run.simulated_scenario
+    scenario = state.run.simulated_scenario
     if scenario:
         lines.append(f"- Simulated host: scenario {scenario}")
     return "\n".join(lines)

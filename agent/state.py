@@ -14,9 +14,10 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
-from agent.actions import Action, Observation, ToolCall
+from agent.actions import Action, ModelUsage, Observation, ToolCall
+from agent.limits import Limits
 from tools.document import Document, utc_now
 from tools.records import (
     BenchmarkRecord,
@@ -54,20 +55,13 @@ class Question(Document):
     seen_by_policy: bool = False  # set once the answer has been shown to the policy
 
 
-class Usage(Document):
+class Usage(ModelUsage):
+    """What the run has spent so far: the model's usage summed over decisions, steps and wall time."""
+
+    model_config = ConfigDict(extra="allow")
+
     steps: int = 0
-    model_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    cost_usd: float = 0.0
     wall_seconds: float = 0.0
-
-
-class Limits(Document):
-    max_steps: int = 200
-    max_wall_seconds: float = 6 * 3600.0
-    max_cost_usd: float = 50.0
 
 
 class Notification(Document):

@@ -1,71 +1,62 @@
 """Putting a run together: config -> host -> tool settings -> tool context -> registry -> policy -> agent.
 
-Optional parts (the runbook and LLM policies, the simulated host, process reconciliation) are
-imported only when chosen, so a missing one is a clear usage error rather than an import failure at
-start-up, and the CLI stays quick.
+The policies and the simulated host are imported only when chosen, so the CLI starts quickly (the LLM
+policy loads the model SDKs).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from agent.config import AgentConfig
 from agent.events import UsageError
+from agent.lock import StateDirectoryLock
 from agent.loop import Agent, ExitHandler
 from agent.policies.base import Policy
+from agent.settings import AgentConfig
 from agent.state import ProjectState
 from agent.store import StateStore
 from agent.stuck import StuckDetector
-from tools.base import ToolContext, ToolRegistry, ToolSettings
+from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult, ToolSettings
 from tools.catalog import default_registry
 from tools.hosts.base import Host
+from tools.processes import reconcile_processes
 
 Progress = Callable[[str], None]
-
-
-def optional_module(name: str, purpose: str) -> ModuleType:
-    """Import a module that may not be installed; its absence is a usage error naming ``purpose``."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as error:
-        if error.name is not None and (name == error.name or name.startswith(error.name + ".")):
-            raise UsageError(f"{purpose} is not available in this installation "
-                             f"(module {name} is missing)") from None
-        raise
 
 
 def build_host(state: ProjectState, state_dir: Path) -> Host:
     """The simulated host when the run was started with ``--sim``, else the local machine."""
     scenario = state.run.simulated_scenario
     if scenario:
-        module = optional_module("tools.hosts.sim.host", "the simulated host (--sim)")
+        from tools.hosts.sim.host import SimHost
+
         try:
-            host: Host = module.SimHost.from_scenario(scenario, state_dir)
+            return SimHost.from_scenario(scenario, state_dir)
         except (OSError, ValueError) as error:
             raise UsageError(f"cannot load simulation scenario {scenario!r}: {error}") from None
-        return host
     from tools.hosts.local import LocalHost
 
     return LocalHost()
 
 
 def build_tool_settings(config: AgentConfig, time_scale: float = 1.0) -> ToolSettings:
-    """Tool settings from the config; waiting thresholds follow the host's clock (see Host.time_scale)."""
+    """The tools' effective settings: the working directory is always a write root, and waiting thresholds
+    follow the host's clock (see Host.time_scale)."""
     tools = config.tools
-    roots = [Path.cwd(), *(Path(root).expanduser() for root in tools.allowed_write_roots)]
-    return ToolSettings(engine_python=tools.engine_python or sys.executable, allowed_write_roots=roots,
-                        output_cap_chars=tools.output_cap_chars,
-                        load_timeout_seconds=max(tools.load_timeout_seconds / time_scale, 30.0),
-                        hang_after_seconds=max(tools.hang_after_seconds / time_scale, 3.0))
+    return tools.model_copy(update={
+        "allowed_write_roots": [Path.cwd(), *(root.expanduser() for root in tools.allowed_write_roots)],
+        "load_timeout_seconds": max(tools.load_timeout_seconds / time_scale, 30.0),
+        "hang_after_seconds": max(tools.hang_after_seconds / time_scale, 3.0)})
 
 
-def build_policy(name: str, config: AgentConfig, progress: Progress) -> Policy:
+def build_policy(name: str, config: AgentConfig, progress: Progress, *, simulated: bool = False) -> Policy:
+    """The named policy with its settings from the config; ``simulated``: the run is on the simulated host."""
     if name == "scripted":
         from agent.policies.scripted import ScriptedPolicy
 
@@ -73,30 +64,24 @@ def build_policy(name: str, config: AgentConfig, progress: Progress) -> Policy:
             raise UsageError("the scripted policy needs a decisions file: --script FILE")
         return ScriptedPolicy.from_file(Path(config.script))
     if name == "runbook":
-        module = optional_module("agent.policies.runbook", "the runbook policy")
-        builder = getattr(module, "build_runbook_policy", None)  # takes the config when the module has one
-        policy: Policy = builder(config) if builder is not None else module.RunbookPolicy()
-        return policy
+        from agent.policies.runbook.policy import RunbookPolicy
+        from agent.policies.runbook.settings import RunbookSettings
+
+        # The twin's engines stream in real time: without settings of its own, keep its benchmarks short.
+        return RunbookPolicy(config.runbook or (RunbookSettings.quick() if simulated else RunbookSettings()))
     if name == "llm":
-        module = optional_module("agent.policies.llm", "the LLM policy")
+        from agent.policies.llm.build import build_llm_policy
 
         def on_retry(attempt: int, wait_seconds: float, reason: str) -> None:
             progress(f"model call failed ({reason}); retry {attempt} in {wait_seconds:.1f} s")
 
-        policy = module.build_llm_policy(config, on_retry=on_retry)
-        return policy
+        return build_llm_policy(config.llm, on_retry=on_retry)
     raise UsageError(f"unknown policy {name!r}; choose runbook, scripted or llm")
 
 
 def reconcile(state: ProjectState, host: Host, progress: Progress) -> None:
     """On resume: re-adopt processes whose (pid, create_time) still match, mark the rest exited."""
-    try:
-        module = importlib.import_module("tools.processes")
-    except ModuleNotFoundError as error:
-        if error.name in ("tools", "tools.processes"):
-            return
-        raise
-    for note in module.reconcile_processes(state, host):
+    for note in reconcile_processes(state, host):
         progress(note)
 
 
@@ -105,13 +90,63 @@ def build_agent(state: ProjectState, store: StateStore, config: AgentConfig, pro
                 host: Host | None = None) -> Agent:
     """Everything a run needs, from the state (which records the policy and host) and the config."""
     host = host or build_host(state, store.state_dir)
-    policy = build_policy(state.run.policy or "runbook", config, progress)
+    policy = build_policy(state.run.policy or "runbook", config, progress,
+                          simulated=state.run.simulated_scenario is not None)
     context = ToolContext(state=state, state_dir=store.state_dir, host=host,
                           settings=build_tool_settings(config, host.time_scale),
                           checkpoint=lambda: store.save(state), progress=progress)
     stuck = StuckDetector(repeat_limit=config.stuck.repeat_limit, idle_limit=config.stuck.idle_limit)
     return Agent(policy, registry or default_registry(), context, store, on_exit=on_exit, progress=progress,
                  stuck=stuck)
+
+
+@dataclass
+class ToolSession:
+    """Direct tool calls on a state directory (``agent tool``, ``agent bench``), made like a run step's."""
+
+    store: StateStore
+    state: ProjectState
+    context: ToolContext
+
+    def execute(self, registry: ToolRegistry, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run one call; what the tool recorded is saved and the call journaled. :class:`NeedsApproval`
+        propagates, after the state is saved."""
+        try:
+            result = registry.execute(name, arguments, self.context)
+        except NeedsApproval:
+            self.store.save(self.state)
+            raise
+        self.store.journal.record("direct_tool", tool=name, ok=result.ok)
+        self.store.save(self.state)
+        return result
+
+
+@contextmanager
+def tool_session(state_dir: Path, config: AgentConfig, *, goal: str, sim: str | None = None,
+                 progress: Progress = lambda line: None) -> Iterator[ToolSession]:
+    """Hold the directory's lock (a running agent is never raced), load its state or start one for
+    ``goal`` (on the simulated host ``sim``, which must match the state's), and build the tool context."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with StateDirectoryLock(state_dir):
+        store = StateStore(state_dir)
+        if store.exists():
+            state = store.load()
+            if sim is not None and state.run.simulated_scenario not in (None, sim):
+                raise UsageError(f"this state directory belongs to a run on scenario "
+                                 f"{state.run.simulated_scenario!r}, not {sim!r}")
+        else:
+            state = ProjectState(goal=goal)
+            progress(f"no state in {state_dir}; creating one for {goal}")
+        if sim is not None:
+            state.run.simulated_scenario = sim
+        host = build_host(state, state_dir)
+        context = ToolContext(state=state, state_dir=state_dir, host=host, progress=progress,
+                              settings=build_tool_settings(config, host.time_scale),
+                              checkpoint=lambda: store.save(state))
+        try:
+            yield ToolSession(store, state, context)
+        finally:
+            store.close()
 
 
 def describe_environment() -> dict[str, Any]:

@@ -11,7 +11,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from agent.loop import Agent
-from agent.policies.llm import LlmPolicy, build_llm_policy
+from agent.policies.llm.build import build_llm_policy
+from agent.policies.llm.policy import LlmPolicy
+from agent.policies.llm.settings import LlmSettings
 from agent.state import ProjectState
 from agent.store import StateStore
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput, ToolRegistry, ToolSettings
@@ -49,7 +51,7 @@ def make_policy(server: ModelServer, provider: ProviderName, stream: bool, **ove
         "provider": provider, "stream": stream,
         "base_url": server.anthropic_base_url if provider == "anthropic" else server.openai_base_url,
         **overrides}
-    return build_llm_policy(section, environ=KEYS)
+    return build_llm_policy(LlmSettings.model_validate(section), environ=KEYS)
 
 
 def agent_for(policy: LlmPolicy, store: StateStore, state: ProjectState) -> Agent:

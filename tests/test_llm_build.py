@@ -8,9 +8,9 @@ import pytest
 
 from agent.config import load_config
 from agent.events import UsageError
-from agent.policies.llm import LlmSettings, build_llm_policy
-from agent.policies.llm.build import NO_KEY, api_key_for, settings_from
+from agent.policies.llm.build import NO_KEY, api_key_for, build_llm_policy
 from agent.policies.llm.pricing import FREE, ModelPrice, TokenCounts, cost_usd, price_for
+from agent.policies.llm.settings import LlmSettings
 from prompts import PromptNotFound, available_prompts, load_prompt
 
 
@@ -19,17 +19,18 @@ def test_the_llm_section_of_the_agent_config_builds_the_policy(tmp_path: Path) -
         '[llm]\nprovider = "openai"\nmodel = "gpt-6-luna"\nbase_url = "http://127.0.0.1:30000/v1"\n'
         '[llm.retry]\nmax_attempts = 3\n[llm.prices.gpt-6-luna]\ninput = 0.5\noutput = 1.5\n')
     config = load_config(tmp_path, environ={})
-    policy = build_llm_policy(config, environ={})
+    policy = build_llm_policy(config.llm, environ={})
     assert policy.name == "llm" and policy.provider.name == "openai" and policy.provider.model == "gpt-6-luna"
     assert policy.settings.retry.max_attempts == 3 and policy.price == ModelPrice(input=0.5, output=1.5)
     policy.close()
 
 
-def test_a_bad_llm_section_is_a_usage_error_naming_the_field() -> None:
-    with pytest.raises(UsageError, match=r"llm\.provider"):
-        settings_from({"provider": "gemini"})
-    with pytest.raises(UsageError, match=r"llm\.retry\.max_attempts"):
-        settings_from({"retry": {"max_attempts": 0}})
+def test_a_bad_llm_section_is_a_usage_error_naming_the_field_when_the_config_loads(tmp_path: Path) -> None:
+    (tmp_path / "agent.toml").write_text('[llm]\nprovider = "gemini"\n')
+    with pytest.raises(UsageError, match=r"agent\.toml: llm\.provider"):
+        load_config(tmp_path, environ={})
+    with pytest.raises(UsageError, match=r"command line: llm\.retry\.max_attempts"):
+        load_config(tmp_path / "elsewhere", environ={}, overrides={"llm": {"retry": {"max_attempts": 0}}})
 
 
 def test_the_api_key_comes_from_the_environment_and_is_required_for_hosted_apis() -> None:

@@ -19,7 +19,7 @@ PLAN = {"tasks": [{"id": "probe", "title": "Probe the host", "status": "done"}],
 
 
 def test_run_blocks_on_a_question_and_resume_continues_the_same_conversation(tmp_path: Path) -> None:
-    """No --policy: the API key in the environment chooses the LLM policy; --base-url points the OpenAI
+    """No --policy: the API key in the environment chooses the LLM policy; --llm-base-url points the OpenAI
     provider at an OpenAI-compatible server (as it would at a local SGLang or vLLM)."""
     state_dir = tmp_path / "state"
     script = [ModelTurn(text="Recording the plan.", tool_calls=[ToolUse("update_state", PLAN)]),
@@ -28,7 +28,7 @@ def test_run_blocks_on_a_question_and_resume_continues_the_same_conversation(tmp
     environment = agent_environment(OPENAI_API_KEY="test-key")
     with ModelServer(script) as server:
         started = run_agent("run", "--goal", "serve the model", "--provider", "openai",
-                            "--model", "gpt-6-luna", "--base-url", server.openai_base_url,
+                            "--model", "gpt-6-luna", "--llm-base-url", server.openai_base_url,
                             "--state-dir", state_dir, environment=environment)
         assert started.returncode == 3, started.stderr  # blocked on a question
         assert ASK["question"] in started.stdout + started.stderr

@@ -11,8 +11,8 @@ import pytest
 from support.llm_harness import ProviderName, agent_for, execute, make_policy, view
 
 from agent.actions import Finish, Observation, ToolCall
-from agent.policies.llm import LlmPolicy
 from agent.policies.llm.context import compact, fold_digest, window_tokens
+from agent.policies.llm.policy import LlmPolicy
 from agent.policies.llm.settings import ContextSettings
 from agent.policies.llm.state_view import render_state_document
 from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRecord, UserTurn

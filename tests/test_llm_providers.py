@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from support.llm_harness import MODE_IDS, MODES, ProviderName
 
-from agent.policies.llm import LlmSettings, make_provider
+from agent.policies.llm.build import make_provider
 from agent.policies.llm.reply import ModelRequest, Provider
+from agent.policies.llm.settings import LlmSettings
 from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRecord, UserTurn, paired_results
 from twin.model_api.script import ModelTurn, ToolUse
 from twin.model_api.server import ModelServer

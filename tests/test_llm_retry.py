@@ -19,7 +19,8 @@ from support.llm_harness import (
 )
 
 from agent.actions import Ask, Observation, ToolCall
-from agent.policies.llm import build_llm_policy
+from agent.policies.llm.build import build_llm_policy
+from agent.policies.llm.settings import LlmSettings
 from agent.state import ProjectState
 from twin.model_api.responders import reading_loop, with_random_faults
 from twin.model_api.script import Fault, ModelTurn, ToolUse
@@ -125,7 +126,8 @@ def test_a_refused_request_is_not_retried(status: int, hint: str, tmp_path: Path
 def test_the_operator_sees_each_retry(tmp_path: Path) -> None:
     seen: list[tuple[int, float, str]] = []
     with ModelServer([Fault.overloaded(), GOOD]) as server:
-        policy = build_llm_policy(llm_section(server, "anthropic", False), environ=TEST_KEYS,
+        settings = LlmSettings.model_validate(llm_section(server, "anthropic", False))
+        policy = build_llm_policy(settings, environ=TEST_KEYS,
                                   on_retry=lambda attempt, wait, reason: seen.append((attempt, wait, reason)),
                                   sleep=SleepRecorder())
         policy.decide(view(ProjectState(goal="g"), tmp_path))

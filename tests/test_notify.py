@@ -13,10 +13,10 @@ import pytest
 from spine_helpers import HttpReceiver, SmtpSink, free_port
 
 from agent.actions import Ask
-from agent.config import NotifySettings, SmtpSettings
 from agent.escalation import record_question
 from agent.events import UsageError
 from agent.notify import Notifier, parse_channel
+from agent.settings import NotifySettings, SmtpSettings
 from agent.state import ProjectState, Question
 
 FAST = {"attempts": 3, "retry_wait_seconds": 0.01, "timeout_seconds": 5.0}

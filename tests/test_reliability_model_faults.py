@@ -22,7 +22,8 @@ from reliability_helpers import heavy
 from support.llm_harness import MODE_IDS, MODES, TEST_KEYS, ProviderName, SleepRecorder, agent_for, llm_section
 
 from agent.escalation import answer_question
-from agent.policies.llm import build_llm_policy
+from agent.policies.llm.build import build_llm_policy
+from agent.policies.llm.settings import LlmSettings
 from agent.state import ProjectState
 from agent.store import StateStore
 from twin.model_api.script import Fault, ModelTurn, RecordedRequest, Step, ToolUse
@@ -102,7 +103,8 @@ def soak(tmp_path: Path, provider: ProviderName, stream: bool, turns: int, seed:
         while runs < turns:
             runs += 1
             state = store.load()
-            policy = build_llm_policy(section, environ=TEST_KEYS, sleep=SleepRecorder(cap_seconds=0.01),
+            policy = build_llm_policy(LlmSettings.model_validate(section), environ=TEST_KEYS,
+                                      sleep=SleepRecorder(cap_seconds=0.01),
                                       on_retry=lambda *retry: retries.append(retry))
             try:
                 event = agent_for(policy, store, state).run()  # any exception here is a crash: the test fails

@@ -10,16 +10,17 @@ human is a decision for the loop, not a tool failure.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tools.records import BenchmarkRecord, Environment, ModelInfo, PatchRecord, ProcessRecord, Task, TaskStatus
 
@@ -66,15 +67,24 @@ class ToolResult(BaseModel):
     duration_seconds: float = 0.0
 
 
-@dataclass
-class ToolSettings:
-    """Operator settings the tools need; built from the agent configuration."""
+class ToolSettings(BaseModel):
+    """Operator settings the tools read: the ``[tools]`` section of the agent configuration. The wiring
+    hands tools an effective copy (the working directory added to the write roots, waiting thresholds
+    divided by the host's time scale)."""
 
-    engine_python: str
-    allowed_write_roots: list[Path] = field(default_factory=list)
-    output_cap_chars: int = DEFAULT_OUTPUT_CAP_CHARS
-    load_timeout_seconds: float = 1800.0
-    hang_after_seconds: float = 600.0
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    engine_python: str = Field(default_factory=lambda: sys.executable)
+    """Interpreter of the engine environment: probes, launches, benchmarks and training use it.
+    Default: the interpreter running the agent."""
+    allowed_write_roots: list[Path] = Field(default_factory=list)
+    """Directories patch_file may write in (the working directory is always allowed)."""
+    output_cap_chars: int = Field(default=DEFAULT_OUTPUT_CAP_CHARS, ge=200)
+    """Longest string of a tool result shown to the policy; the full output goes to a file."""
+    load_timeout_seconds: float = Field(default=1800.0, gt=0)
+    """How long launch_engine waits for an engine to become ready (large MoE models load for 7-20 min)."""
+    hang_after_seconds: float = Field(default=600.0, gt=0)
+    """A starting engine with no sign of activity for this long is hung."""
 
 
 class ToolState(Protocol):

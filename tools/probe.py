@@ -94,8 +94,6 @@ GIB = 1024 ** 3
 class ProbeSystemArgs(ToolArgs):
     model_path: str | None = Field(None, description="Where the model lives (free disk is measured there). "
                                    "Default: the model path in the state, else the working directory.")
-    engine_python: str | None = Field(None, description="Interpreter of the engine environment. Default: "
-                                      "the configured engine interpreter.")
 
 
 class ProbeSystemOutput(ToolOutput):
@@ -191,7 +189,7 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
     timeout_seconds: ClassVar[float] = 180.0
 
     def run(self, args: ProbeSystemArgs, context: ToolContext) -> ProbeSystemOutput:
-        python = args.engine_python or context.settings.engine_python
+        python = context.settings.engine_python  # one home: launches and benchmarks use the same one
         disk_path = args.model_path or context.state.model.path or str(Path.cwd())
         gpu = context.host.probe_gpus()
         facts, error = gather_facts(context.host, python, disk_path)

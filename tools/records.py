@@ -59,8 +59,7 @@ class Environment(Document):
     """Hardware and software found by probing the host."""
 
     probed_at: str | None = None
-    host: str = "local"
-    simulated_scenario: str | None = None
+    host: str = "local"  # the host's name: "local", "sim", ...
     gpus: list[GpuInfo] = Field(default_factory=list)
     topology: list[GpuLink] = Field(default_factory=list)
     interconnect: Interconnect = "unknown"

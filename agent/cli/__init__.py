@@ -12,6 +12,7 @@ from __future__ import annotations
 # Each import registers that module's commands on the app.
 from agent.cli import ask as ask
 from agent.cli import bench as bench
+from agent.cli import config_cmd as config_cmd
 from agent.cli import diagnose as diagnose
 from agent.cli import resume as resume
 from agent.cli import run as run

@@ -7,6 +7,7 @@ Exit codes: 0 measured, 1 the benchmark failed (or every request of a level fail
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,12 +28,12 @@ from agent.cli.common import (
 from agent.cli.common import progress as print_progress
 from agent.config import load_config
 from agent.events import UsageError
-from agent.lock import StateDirectoryLock
-from agent.state import ProjectState
-from agent.store import StateStore
-from agent.wiring import build_host, build_tool_settings
-from tools.base import ToolContext, ToolRegistry, ToolResult
-from tools.bench.tools import RunBenchTool
+from agent.wiring import tool_session
+from tools.base import ToolRegistry, ToolResult
+from tools.bench.runner import LevelReport
+from tools.bench.stats import Distribution
+from tools.bench.tools import RunBenchOutput, RunBenchTool
+from tools.records import BenchmarkRecord
 
 
 def parse_levels(text: str) -> list[int]:
@@ -45,59 +46,43 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-def _execute(arguments: dict[str, Any], state_dir: Path | None) -> tuple[ToolResult, dict[str, Any] | None]:
-    """Run the tool; returns the result and the stored benchmark record (None when it failed)."""
-    registry = ToolRegistry([RunBenchTool()])
-    if state_dir is None:
-        with tempfile.TemporaryDirectory(prefix="opsloop-bench-") as scratch:
-            directory = Path(scratch)
-            state = ProjectState(goal="agent bench")
-            context = ToolContext(state=state, state_dir=directory, host=build_host(state, directory),
-                                  settings=build_tool_settings(load_config(directory)), progress=print_progress)
-            result = registry.execute("run_bench", arguments, context)
-            return result, state.benchmarks[-1].model_dump(mode="json") if result.ok else None
-    directory = state_dir.absolute()
-    directory.mkdir(parents=True, exist_ok=True)
-    with StateDirectoryLock(directory):
-        store = StateStore(directory)
-        state = store.load() if store.exists() else ProjectState(goal="benchmarks")
-        context = ToolContext(state=state, state_dir=directory, host=build_host(state, directory),
-                              settings=build_tool_settings(load_config(directory)), progress=print_progress,
-                              checkpoint=lambda: store.save(state))
-        result = registry.execute("run_bench", arguments, context)
-        store.journal.record("direct_tool", tool="run_bench", ok=result.ok)
-        store.save(state)
-        store.close()
-        return result, state.benchmarks[-1].model_dump(mode="json") if result.ok else None
+def _execute(arguments: dict[str, Any], state_dir: Path | None) -> tuple[ToolResult, BenchmarkRecord | None]:
+    """Run the tool; returns the result and the stored benchmark record (None when it failed). Without a
+    state directory, the run's state lives in a temporary one and is discarded."""
+    with contextlib.ExitStack() as stack:
+        directory = state_dir.absolute() if state_dir is not None else Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="opsloop-bench-")))
+        with tool_session(directory, load_config(directory), goal="benchmarks", progress=print_progress) as session:
+            result = session.execute(ToolRegistry([RunBenchTool()]), "run_bench", arguments)
+            return result, session.state.benchmarks[-1] if result.ok else None
 
 
-def _ms(distribution: dict[str, Any], key: str) -> str:
-    value = distribution.get(key)
+def _ms(distribution: Distribution, key: str) -> str:
+    value = getattr(distribution, key)
     return "-" if value is None else f"{value:.1f}"
 
 
-def render(record: dict[str, Any], result: ToolResult) -> str:
-    metrics = record["metrics"]
-    lines = [f"{record['id']}: {record['label']}"]
+def _row(level: LevelReport) -> str:
+    accept = f"{level.spec.accept_length:.2f}" if level.spec is not None and level.spec.accept_length else "-"
+    return (f"{level.concurrency:>5} {level.completed:>4}/{level.failed:<4} {level.request_throughput:>8.2f} "
+            f"{level.output_throughput:>10.1f} {level.total_throughput:>10.1f} "
+            f"{_ms(level.ttft_ms, 'median') + '/' + _ms(level.ttft_ms, 'p99'):>16} "
+            f"{_ms(level.itl_ms, 'median') + '/' + _ms(level.itl_ms, 'p99'):>15} "
+            f"{_ms(level.tpot_ms, 'median'):>9} "
+            f"{_ms(level.e2e_ms, 'median') + '/' + _ms(level.e2e_ms, 'p99'):>17} {accept:>7}")
+
+
+def render(record: BenchmarkRecord, output: RunBenchOutput) -> str:
+    metrics = record.metrics
+    lines = [f"{record.id}: {record.label}"]
     if "correctness" in metrics:
         lines.append(f"correctness: {metrics['correctness']['summary']}")
-    header = (f"{'conc':>5} {'ok/fail':>9} {'req/s':>8} {'out tok/s':>10} {'tot tok/s':>10} "
-              f"{'TTFT med/p99 ms':>16} {'ITL med/p99 ms':>15} {'TPOT med':>9} {'E2E med/p99 ms':>17} {'accept':>7}")
-    lines.append(header)
-    for level in metrics["levels"]:
-        spec = level.get("spec") or {}
-        accept = f"{spec['accept_length']:.2f}" if spec.get("accept_length") else "-"
-        lines.append(
-            f"{level['concurrency']:>5} {level['completed']:>4}/{level['failed']:<4} "
-            f"{level['request_throughput']:>8.2f} {level['output_throughput']:>10.1f} "
-            f"{level['total_throughput']:>10.1f} "
-            f"{_ms(level['ttft_ms'], 'median') + '/' + _ms(level['ttft_ms'], 'p99'):>16} "
-            f"{_ms(level['itl_ms'], 'median') + '/' + _ms(level['itl_ms'], 'p99'):>15} "
-            f"{_ms(level['tpot_ms'], 'median'):>9} "
-            f"{_ms(level['e2e_ms'], 'median') + '/' + _ms(level['e2e_ms'], 'p99'):>17} {accept:>7}")
-        lines += [f"      {error['count']}x {error['message']}" for error in level.get("errors", [])]
-    output = result.output or {}
-    lines += [f"warning: {warning}" for warning in output.get("warnings", [])]
+    lines.append(f"{'conc':>5} {'ok/fail':>9} {'req/s':>8} {'out tok/s':>10} {'tot tok/s':>10} "
+                 f"{'TTFT med/p99 ms':>16} {'ITL med/p99 ms':>15} {'TPOT med':>9} {'E2E med/p99 ms':>17} {'accept':>7}")
+    for level in (LevelReport.model_validate(item) for item in metrics["levels"]):
+        lines.append(_row(level))
+        lines += [f"      {error.count}x {error.message}" for error in level.errors]
+    lines += [f"warning: {warning}" for warning in output.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -135,9 +120,10 @@ def bench(
         typer.echo(f"agent: benchmark failed: {result.error}", err=True)
         finish(EXIT_FAILED)
         return
+    output = RunBenchOutput.model_validate(result.output)
     if json_output:
-        print_json({**record, "warnings": (result.output or {}).get("warnings", [])})
+        print_json({**record.model_dump(mode="json"), "warnings": output.warnings})
     else:
-        print_text(render(record, result))
-    every_request_failed = any(level["completed"] == 0 for level in record["metrics"]["levels"])
+        print_text(render(record, output))
+    every_request_failed = any(level.completed == 0 for level in output.levels)
     finish(EXIT_FAILED if every_request_failed else EXIT_DONE)

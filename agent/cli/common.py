@@ -36,6 +36,14 @@ def locate(target: Path | None, state_dir: Path | None) -> tuple[Path, Path]:
     return directory, file
 
 
+def scenario_argument(sim: str | None) -> str | None:
+    """``--sim``: a scenario file becomes its absolute path (the run may resume from elsewhere); a
+    built-in scenario keeps its name."""
+    if sim is None:
+        return None
+    return str(Path(sim).absolute()) if Path(sim).is_file() else sim
+
+
 def progress(line: str) -> None:
     typer.echo(redact_text(f"· {line}"), err=True)
 
@@ -72,6 +80,7 @@ def finish(code: int) -> None:
 StateDirOption = Annotated[Path | None, typer.Option("--state-dir", help=STATE_DIR_HELP)]
 StateArgument = Annotated[Path | None, typer.Argument(help=STATE_ARGUMENT_HELP, show_default=False)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+SimOption = Annotated[str | None, typer.Option("--sim", help="Simulated host: scenario name or file.")]
 NotifyOption = Annotated[list[str] | None, typer.Option(
     "--notify", help="Where to send notifications (repeatable): webhook:URL, slack:URL, ntfy:URL, "
                      "email:ADDRESS, command:CMD, desktop.")]

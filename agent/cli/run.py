@@ -15,10 +15,12 @@ from agent.cli.common import (
     MaxStepsOption,
     MaxWallOption,
     NotifyOption,
+    SimOption,
     StateDirOption,
     finish,
     locate,
     progress,
+    scenario_argument,
     usage_errors,
 )
 from agent.cli.session import prepare_agent, run_session
@@ -31,7 +33,6 @@ from agent.store import StateFileError, StateStore
 PolicyOption = Annotated[str | None, typer.Option(
     "--policy", help="runbook | scripted | llm (default: llm when an API key is set, else runbook).")]
 ScriptOption = Annotated[Path | None, typer.Option("--script", help="Decisions file for --policy scripted.")]
-SimOption = Annotated[str | None, typer.Option("--sim", help="Simulated host: scenario name or file.")]
 NewOption = Annotated[bool, typer.Option("--new", help="Archive an unfinished run here and start over.")]
 
 
@@ -50,7 +51,7 @@ def _overrides(policy: str | None, script: Path | None, sim: str | None, engine_
     if script is not None:
         overrides["script"] = str(script.absolute())
     if sim is not None:
-        overrides["sim"] = str(Path(sim).absolute()) if Path(sim).is_file() else sim
+        overrides["sim"] = scenario_argument(sim)
     if engine_python is not None:
         overrides["tools"] = {"engine_python": engine_python}
     if llm:
@@ -93,14 +94,15 @@ def run(
     max_cost_usd: MaxCostOption = None,
     provider: Annotated[str | None, typer.Option(help="LLM provider: anthropic | openai.")] = None,
     model: Annotated[str | None, typer.Option(help="LLM model name.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL for the LLM.")] = None,
+    llm_base_url: Annotated[str | None, typer.Option(
+        "--llm-base-url", help="Server URL of the LLM (e.g. an OpenAI-compatible one).")] = None,
     new: NewOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Start a new run on GOAL and keep going until it is done or a human is needed."""
     with usage_errors():
         directory, _ = locate(None, state_dir)
-        llm = {key: value for key, value in (("provider", provider), ("model", model), ("base_url", base_url))
+        llm = {key: value for key, value in (("provider", provider), ("model", model), ("base_url", llm_base_url))
                if value is not None}
         overrides = _overrides(policy, script, sim, engine_python,
                                limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm)
@@ -112,10 +114,7 @@ def run(
                 policy=choose_policy(settings), simulated_scenario=settings.sim,
                 config_file=str(config_file) if config_file else None, config_overrides=overrides,
                 notify=list(notify or [])))
-            state.environment.simulated_scenario = settings.sim
-            state.limits.max_steps = settings.limits.max_steps
-            state.limits.max_wall_seconds = settings.limits.max_wall_seconds
-            state.limits.max_cost_usd = settings.limits.max_cost_usd
+            state.limits = settings.limits.model_copy()
             agent = prepare_agent(store, state, settings, resumed=False)
             _make_room(store, new)
             code = run_session(agent, resumed=False, json_output=json_output)

@@ -12,11 +12,11 @@ from typing import Any
 import typer
 
 from agent.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, print_json, print_text, progress
-from agent.config import AgentConfig
 from agent.escalation import answer_command, resume_command
 from agent.loop import Agent, ExitEvent
 from agent.notify import Notifier
 from agent.render import render_report
+from agent.settings import AgentConfig
 from agent.state import ProjectState, Question
 from agent.store import StateStore, StateWriteError
 from agent.wiring import build_agent, build_host, describe_environment, reconcile

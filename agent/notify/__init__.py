@@ -11,10 +11,10 @@ from pathlib import Path
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from agent.config import NotifySettings
 from agent.notify.channels import Channel, DeliveryError
 from agent.notify.message import EventName, NotificationMessage, build_message
 from agent.notify.specs import parse_channel
+from agent.settings import NotifySettings
 from agent.state import Notification, ProjectState, Question
 from tools.redact import redact_text
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from agent.config import NotifySettings
 from agent.notify.message import NotificationMessage
+from agent.settings import NotifySettings
 
 
 class DeliveryError(Exception):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 
-from agent.config import NotifySettings
 from agent.notify.channels import DeliveryError
 from agent.notify.message import NotificationMessage
+from agent.settings import NotifySettings
 
 
 class CommandChannel:

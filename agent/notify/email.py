@@ -6,9 +6,9 @@ import smtplib
 import ssl
 from email.message import EmailMessage
 
-from agent.config import NotifySettings
 from agent.notify.channels import DeliveryError, PermanentDeliveryError
 from agent.notify.message import NotificationMessage
+from agent.settings import NotifySettings
 
 
 class EmailChannel:

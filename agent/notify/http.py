@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 
-from agent.config import NotifySettings
 from agent.notify.channels import DeliveryError, PermanentDeliveryError, url_label
 from agent.notify.message import NotificationMessage
+from agent.settings import NotifySettings
 
 _PRIORITY = {"blocked": "high", "limit": "high", "failed": "high", "done": "default"}
 

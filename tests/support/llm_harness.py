@@ -17,7 +17,9 @@ from pydantic import Field
 from agent.actions import Observation, ToolCall
 from agent.loop import Agent
 from agent.policies.base import PolicyView
-from agent.policies.llm import LlmPolicy, build_llm_policy
+from agent.policies.llm.build import build_llm_policy
+from agent.policies.llm.policy import LlmPolicy
+from agent.policies.llm.settings import LlmSettings
 from agent.state import ProjectState, Question
 from agent.store import StateStore
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput, ToolRegistry, ToolSettings
@@ -68,7 +70,7 @@ class SleepRecorder:
 def make_policy(server: ModelServer, provider: ProviderName, stream: bool, sleep: SleepRecorder | None = None,
                 **overrides: Any) -> LlmPolicy:
     section = llm_section(server, provider, stream, **overrides)
-    return build_llm_policy(section, environ=TEST_KEYS, sleep=sleep or SleepRecorder())
+    return build_llm_policy(LlmSettings.model_validate(section), environ=TEST_KEYS, sleep=sleep or SleepRecorder())
 
 
 class EmitArgs(ToolArgs):

@@ -1,13 +1,10 @@
-"""Building the LLM policy from the agent configuration (its ``llm`` section) or from :class:`LlmSettings`."""
+"""Building the LLM policy from its settings (the ``[llm]`` section, validated when the configuration loads)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from pydantic import ValidationError
 
 from agent.events import UsageError
 from agent.policies.llm.anthropic_provider import AnthropicProvider
@@ -19,21 +16,6 @@ from tools.redact import register_secret
 
 # What a local OpenAI-compatible server gets when no key is configured (most of them ignore keys).
 NO_KEY = "no-key-configured"
-
-
-def settings_from(config: Any) -> LlmSettings:
-    """``LlmSettings`` from an :class:`LlmSettings`, a mapping, or a config object with an ``llm`` section."""
-    if isinstance(config, LlmSettings):
-        return config
-    section = config if isinstance(config, Mapping) else getattr(config, "llm", None)
-    if isinstance(section, LlmSettings):
-        return section
-    try:
-        return LlmSettings.model_validate(dict(section or {}))
-    except ValidationError as error:
-        first = error.errors()[0]
-        location = ".".join(str(part) for part in first["loc"]) or "(root)"
-        raise UsageError(f"invalid configuration: llm.{location}: {first['msg']}") from None
 
 
 def api_key_for(settings: LlmSettings, environ: Mapping[str, str] | None = None) -> str:
@@ -57,10 +39,9 @@ def make_provider(settings: LlmSettings, environ: Mapping[str, str] | None = Non
     return OpenAIProvider(settings, key)
 
 
-def build_llm_policy(config: Any, *, on_retry: Callable[[int, float, str], None] | None = None,
+def build_llm_policy(settings: LlmSettings, *, on_retry: Callable[[int, float, str], None] | None = None,
                      environ: Mapping[str, str] | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> LlmPolicy:
-    """The policy the wiring runs. Raises :class:`UsageError` for a bad ``llm`` section or a missing key.
+    """The policy the wiring runs. Raises :class:`UsageError` when no API key is found.
     ``environ`` replaces ``os.environ`` for the key lookup; ``sleep`` is how retry waits are spent."""
-    settings = settings_from(config)
     return LlmPolicy(settings, make_provider(settings, environ), on_retry=on_retry, sleep=sleep)

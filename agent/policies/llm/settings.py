@@ -29,13 +29,18 @@ class RetrySettings(BaseModel):
     pass ``max_total_seconds`` since the first attempt, whichever comes first.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_attempts: int = Field(default=8, ge=1)
+    """Calls per model request, the first included."""
     max_total_seconds: float = Field(default=600.0, gt=0)
+    """No retry starts later than this after the first attempt."""
     initial_backoff_seconds: float = Field(default=1.0, ge=0)
+    """First computed wait; it doubles per retry (with full jitter)."""
     max_backoff_seconds: float = Field(default=60.0, ge=0)
+    """Longest computed wait."""
     max_retry_after_seconds: float = Field(default=300.0, ge=0)
+    """Longest wait a server's retry-after header may ask for."""
 
 
 class ContextSettings(BaseModel):
@@ -47,39 +52,56 @@ class ContextSettings(BaseModel):
     prefix stays the same for many turns, which keeps provider-side prompt caches useful.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     window_budget_tokens: int = Field(default=60_000, ge=1_000)
+    """Estimated tokens of recent turns that trigger compaction."""
     low_water_fraction: float = Field(default=0.6, gt=0.1, lt=1.0)
+    """Compaction goes down to this fraction of the budget."""
     state_document_max_tokens: int = Field(default=12_000, ge=500)
+    """Estimated tokens of the state document sent each turn (longer lists are cut)."""
     keep_recent_turns: int = Field(default=6, ge=2)
+    """Turns never folded away."""
     result_max_chars: int = Field(default=12_000, ge=500)
+    """Longest tool result sent to the model."""
     pruned_result_keep_chars: int = Field(default=300, ge=0)
+    """What is left of an old tool result once pruned."""
     chars_per_token: float = Field(default=3.5, gt=0)
+    """Characters per token for the estimates."""
 
 
 class LlmSettings(BaseModel):
     """Everything the LLM policy needs. ``api_key`` falls back to ANTHROPIC_API_KEY / OPENAI_API_KEY."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     provider: Provider = "anthropic"
+    """``anthropic`` or ``openai`` (also any OpenAI-compatible server, with ``base_url``)."""
     model: str | None = None
+    """Model name; unset: the provider's default model."""
     base_url: str | None = None
+    """Server URL; unset: the provider's own API."""
     api_key: SecretStr | None = None
+    """API key; unset: ANTHROPIC_API_KEY or OPENAI_API_KEY (a local server may need none)."""
     stream: bool = True
+    """Stream responses (server-sent events)."""
     request_timeout_seconds: float = Field(default=180.0, gt=0)
-    # Unset: Anthropic gets ANTHROPIC_MAX_OUTPUT_TOKENS (the API requires a value; thinking counts against
-    # it), OpenAI and compatible servers get none, so a local server allows what its context has room for.
+    """Limit for one model call."""
     max_output_tokens: int | None = Field(default=None, ge=16)
-    # Sent only when set: current Anthropic models reject non-default sampling parameters, and OpenAI's
-    # reasoning models honour temperature only with reasoning turned off.
+    """Unset: Anthropic gets ANTHROPIC_MAX_OUTPUT_TOKENS (the API requires a value; thinking counts
+    against it), OpenAI and compatible servers get none, so a local server allows what its context
+    has room for."""
     temperature: float | None = None
+    """Sent only when set: current Anthropic models reject non-default sampling parameters, and OpenAI's
+    reasoning models honour temperature only with reasoning turned off."""
     prompt_name: str = "system"
+    """The system prompt, by name (``prompts/<name>.md``)."""
     retry: RetrySettings = Field(default_factory=RetrySettings)
+    """Retries of transient API failures."""
     context: ContextSettings = Field(default_factory=ContextSettings)
-    # Per-model price overrides (USD per million tokens), merged over the built-in table.
+    """Bounds on what is sent each turn."""
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    """Per-model price overrides (USD per million tokens), merged over the built-in table."""
 
     @property
     def model_name(self) -> str:

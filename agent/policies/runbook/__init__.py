@@ -1,11 +1,8 @@
-"""The deterministic, offline runbook policy (the default when no model is configured)."""
+"""The deterministic, offline runbook policy (the default when no model is configured).
 
-from agent.policies.runbook.policy import RunbookPolicy
-from agent.policies.runbook.settings import RunbookSettings
-
-__all__ = ["RunbookPolicy", "RunbookSettings", "build_runbook_policy"]
-
-
-def build_runbook_policy(config: object) -> RunbookPolicy:
-    """The runbook with its default settings (the simulated host gets short benchmarks automatically)."""
-    return RunbookPolicy()
+``policy.py`` decides; ``planning.py`` and ``goal.py`` turn the goal and the probe into a launch plan;
+``calls.py`` builds the tool calls; ``launches.py`` and ``remedies.py`` react to a launch (ready, or
+diagnosed and remedied one change at a time); ``choices.py`` compares measured configurations;
+``answers.py`` applies a human's answer; ``progress.py`` is its memory in the state; ``report.py`` the
+closing report; ``settings.py`` its numbers (the ``[runbook]`` section of the configuration).
+"""

@@ -31,14 +31,10 @@ class RunbookPolicy:
     name = "runbook"
 
     def __init__(self, settings: RunbookSettings | None = None) -> None:
-        self.fixed_settings = settings
         self.settings = settings or RunbookSettings()
 
     def decide(self, view: PolicyView) -> Decision:
         state = view.state
-        if self.fixed_settings is None and state.run.simulated_scenario:
-            # The twin's engines stream in real time: keep its benchmarks short.
-            self.settings = RunbookSettings.quick()
         progress = RunbookProgress.load(state)
         try:
             for answer in view.new_answers:
