@@ -28,7 +28,7 @@ def render_status(state: ProjectState, state_dir: Path, holder_pid: int | None =
     if state.summary:
         sections += ["## Outcome", state.summary]
     sections += ["## Hardware", _hardware(state), "## Software", _software(state), "## Model", _model(state)]
-    sections += ["## What was tried and what happened", _findings(state)]
+    sections += ["## What was tried and what happened", _findings(state, state_dir)]
     if state.tasks:
         sections += ["## Tasks", "\n".join(_task_line(task) for task in state.tasks)]
     sections += ["## What runs now", _processes(state)]
@@ -122,16 +122,23 @@ def _model(state: ProjectState) -> str:
     return "\n".join(known) or "Not known yet."
 
 
-def _findings(state: ProjectState) -> str:
+def _findings(state: ProjectState, state_dir: Path) -> str:
     if not state.findings:
         return "Nothing yet."
-    shown = state.findings[-MAX_FINDINGS:]
-    lines = [f"({len(state.findings) - len(shown)} earlier findings are in the state file.)"] \
-        if len(shown) < len(state.findings) else []
-    for finding in shown:
-        lines.append(f"- step {finding.step}: {finding.summary}")
+    pinned = [finding for finding in state.findings if finding.pinned]
+    recent = [finding for finding in state.findings if not finding.pinned][-MAX_FINDINGS:]
+    lines = [_history_line(state, state_dir)] if state.history.moved else []
+    for finding in [*pinned, *recent]:
+        lines.append(f"- step {finding.step}{' (pinned)' if finding.pinned else ''}: {finding.summary}")
         lines += [f"    - `{item}`" for item in finding.evidence[:3]]
     return "\n".join(lines)
+
+
+def _history_line(state: ProjectState, state_dir: Path) -> str:
+    """Where the history the document no longer holds is: the journal's ``history`` records."""
+    moved = ", ".join(f"{count} {name}" for name, count in sorted(state.history.moved.items()))
+    return (f"(Earlier history, {moved}, is in `{state_dir / state.history.journal}`, as records of kind "
+            "`history`; this note holds pinned findings and the most recent ones.)")
 
 
 def _processes(state: ProjectState) -> str:

@@ -29,7 +29,7 @@ from tools.records import (
     TaskStatus,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 RunStatus = Literal["running", "blocked", "done", "failed"]
 
@@ -39,6 +39,17 @@ class Finding(Document):
     summary: str
     evidence: list[str] = Field(default_factory=list)
     at: str = Field(default_factory=utc_now)
+    number: int = 0  # 1 for the run's first finding; older ones than the document holds are in the journal
+    pinned: bool = False  # kept in the hand-over for the whole run (a root cause, a decision, a constraint)
+
+
+class History(Document):
+    """What the document no longer holds. It is a hand-over of fixed size (see :mod:`agent.history`):
+    older findings and records are in the journal, as records of kind ``history``."""
+
+    journal: str = "journal.jsonl"  # beside latest.json
+    findings_recorded: int = 0  # findings ever recorded in this run (the last one's number)
+    moved: dict[str, int] = Field(default_factory=dict)  # list name -> entries moved to the journal
 
 
 class Question(Document):
@@ -132,11 +143,14 @@ class ProjectState(Document):
     summary: str | None = None  # the closing report, set when the run finishes
     run: RunSettings = Field(default_factory=RunSettings)
     loop: LoopState = Field(default_factory=LoopState)
+    history: History = Field(default_factory=History)
 
     # -- small helpers used by tools and policies; they keep the document consistent ---------------
 
-    def add_finding(self, summary: str, evidence: list[str] | None = None) -> Finding:
-        finding = Finding(step=self.step, summary=summary, evidence=list(evidence or []))
+    def add_finding(self, summary: str, evidence: list[str] | None = None, pinned: bool = False) -> Finding:
+        self.history.findings_recorded += 1
+        finding = Finding(step=self.step, summary=summary, evidence=list(evidence or []), pinned=pinned,
+                          number=self.history.findings_recorded)
         self.findings.append(finding)
         return finding
 
@@ -159,7 +173,11 @@ class ProjectState(Document):
         return [question for question in self.questions if question.answer is None]
 
     def next_id(self, prefix: str, existing: list[str]) -> str:
-        return f"{prefix}{len(existing) + 1}"
+        """``prefix`` and one more than the highest number among the ``existing`` ids with that prefix
+        (the list may have lost its oldest entries to the journal, never its newest)."""
+        numbers = [int(item[len(prefix):]) for item in existing
+                   if item.startswith(prefix) and item[len(prefix):].isdigit()]
+        return f"{prefix}{max(numbers, default=0) + 1}"
 
     def take_approval(self, evidence_line: str, approving_answers: tuple[str, ...]) -> str | None:
         """The id of an answered, unused approval question with this evidence line (marked used), or None."""

@@ -16,8 +16,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent.events import UsageError
+from agent.history import move_to_journal
 from agent.journal import JOURNAL_FILE, Journal
 from agent.journal import StateWriteError as StateWriteError  # re-exported: callers meet it via the store
+from agent.migrations import migrate
 from agent.redact_document import redact_json_document
 from agent.state import SCHEMA_VERSION, ProjectState
 from tools.document import utc_now
@@ -67,6 +69,7 @@ class StateStore:
     def save(self, state: ProjectState) -> None:
         """Write the state atomically and durably; the version it replaces becomes ``previous.json``."""
         with self._save_lock:
+            move_to_journal(state, self.journal)  # the document stays a hand-over of fixed size
             stamp, state.updated_at = state.updated_at, utc_now()
             serialized = state.model_dump_json(indent=1)
             if self._last_saved is not None and self.latest_path.exists():
@@ -152,7 +155,7 @@ def read_state(path: Path) -> ProjectState:
         raise StateFileError(f"state file {path} has schema version {version}, newer than this agent's "
                              f"{SCHEMA_VERSION}; upgrade opsloop to read it")
     try:
-        return ProjectState.model_validate(document)
+        return ProjectState.model_validate(migrate(document, SCHEMA_VERSION))
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(root)"

@@ -25,16 +25,18 @@ def _digest(value: Any) -> str:
     return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _tail(items: list[Any]) -> tuple[int, Any]:
-    return len(items), items[-1].model_dump(mode="json") if items else None
+def _newest(items: list[Any]) -> Any:
+    return items[-1].model_dump(mode="json") if items else None
 
 
 def state_fingerprint(state: ProjectState) -> str:
     """What counts as progress in the document, read in time independent of the run's length: the
-    append-only lists by their length and newest entry, the small mutable parts whole. (Timestamps,
-    the step counter, usage and the loop's bookkeeping change every step without meaning progress.)"""
+    growing lists by their newest entry (numbered or with an id, so a new entry always differs; old
+    ones move to the journal), the small mutable parts whole. (Timestamps, the step counter, usage and
+    the loop's bookkeeping change every step without meaning progress.)"""
     return _digest({
-        "findings": _tail(state.findings), "benchmarks": _tail(state.benchmarks), "patches": _tail(state.patches),
+        "findings": _newest(state.findings), "benchmarks": _newest(state.benchmarks),
+        "patches": _newest(state.patches),
         "tasks": [task.model_dump(mode="json") for task in state.tasks], "next_steps": state.next_steps,
         "processes": [(record.name, record.pid, record.state, record.exit_code) for record in state.processes],
         "questions": [(question.id, question.answer) for question in state.questions],

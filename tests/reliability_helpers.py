@@ -118,16 +118,27 @@ class Snapshot:
     questions: list[str]
 
     @classmethod
-    def of(cls, state: ProjectState) -> Snapshot:
-        return cls(step=state.step, status=state.status, findings=[item.summary for item in state.findings],
-                   processes=[(record.name, record.pid) for record in state.processes],
-                   benchmarks=[record.id for record in state.benchmarks],
-                   answers={item.id: item.answer for item in state.questions if item.answer is not None},
-                   questions=[item.id for item in state.questions])
+    def of(cls, state: ProjectState, records: list[dict[str, Any]]) -> Snapshot:
+        """The document together with what it moved to the journal (``history`` records; a copy repeated
+        after a crash counts once)."""
+        moved: dict[str, list[dict[str, Any]]] = {}
+        for entry in records:
+            if entry.get("kind") == "history":
+                for name, items in entry.items():
+                    if isinstance(items, list):
+                        moved.setdefault(name, []).extend(items)
+        document = state.model_dump(mode="json")
 
+        def whole(name: str, key: Any) -> list[Any]:
+            return list(dict.fromkeys([key(item) for item in [*moved.get(name, []), *document[name]]]))
 
-def is_prefix(before: list[Any], after: list[Any]) -> bool:
-    return after[: len(before)] == before
+        questions = [*moved.get("questions", []), *document["questions"]]
+        return cls(step=state.step, status=state.status,
+                   findings=whole("findings", lambda item: (item.get("number"), item["summary"])),
+                   processes=whole("processes", lambda item: (item["name"], item["pid"])),
+                   benchmarks=whole("benchmarks", lambda item: item["id"]),
+                   answers={item["id"]: item["answer"] for item in questions if item.get("answer") is not None},
+                   questions=whole("questions", lambda item: item["id"]))
 
 
 def lost_since(before: Snapshot, after: Snapshot) -> list[str]:
@@ -136,8 +147,9 @@ def lost_since(before: Snapshot, after: Snapshot) -> list[str]:
     if after.step < before.step:
         problems.append(f"step went back from {before.step} to {after.step}")
     for name in ("findings", "processes", "benchmarks", "questions"):
-        if not is_prefix(getattr(before, name), getattr(after, name)):
-            problems.append(f"{name} lost or rewritten: {getattr(before, name)} -> {getattr(after, name)}")
+        missing = [item for item in getattr(before, name) if item not in set(getattr(after, name))]
+        if missing:
+            problems.append(f"{name} lost or rewritten: {missing} -> {getattr(after, name)}")
     for question, answer in before.answers.items():
         if after.answers.get(question) != answer:
             problems.append(f"answer to {question} lost: {answer!r} -> {after.answers.get(question)!r}")
@@ -346,7 +358,7 @@ class CrashChain:
             return
         if cycle.command[0] == "ask" and cycle.exit_code == 0:
             self.answers_given.update({item.id: item.answer for item in state.questions if item.answer})
-        snapshot = Snapshot.of(state)
+        snapshot = Snapshot.of(state, journal_records(self.state_dir))
         if self.snapshots:
             self.problems += [f"{where}: {problem}" for problem in lost_since(self.snapshots[-1], snapshot)]
         for question, answer in self.answers_given.items():

@@ -109,8 +109,9 @@ class ToolState(Protocol):
     benchmarks: list[BenchmarkRecord]
     next_steps: list[str]
 
-    def add_finding(self, summary: str, evidence: list[str] | None = None) -> object:
-        """Record what was learned, at the current step, with its evidence."""
+    def add_finding(self, summary: str, evidence: list[str] | None = None, pinned: bool = False) -> object:
+        """Record what was learned, at the current step, with its evidence; ``pinned`` keeps it in the
+        hand-over for the whole run (unpinned findings give way to newer ones)."""
 
     def upsert_task(self, task_id: str, title: str | None = None, status: TaskStatus | None = None,
                     notes: str | None = None) -> Task:

@@ -212,5 +212,5 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
         context.state.environment = environment
         notes += _notes(environment)
         summary = _summary(environment)
-        context.state.add_finding(f"probe: {summary}", evidence=notes)
+        context.state.add_finding(f"probe: {summary}", evidence=notes, pinned=True)
         return ProbeSystemOutput(environment=environment, summary=summary, notes=notes)

@@ -24,6 +24,8 @@ class FindingInput(ToolArgs):
     summary: str = Field(min_length=1, description="What was learned or tried, and what happened.")
     evidence: list[str] = Field(default_factory=list,
                                 description="Verbatim log lines, numbers or file paths backing it.")
+    pinned: bool = Field(default=False, description="Keep it in the state document for the whole run (a root "
+                         "cause, a decision, a constraint); other findings give way to newer ones.")
 
 
 class UpdateStateArgs(ToolArgs):
@@ -60,7 +62,7 @@ class UpdateStateTool(Tool[UpdateStateArgs, UpdateStateOutput]):
         for task in args.tasks:
             state.upsert_task(task.id, title=task.title, status=task.status, notes=task.notes)
         for finding in args.findings:
-            state.add_finding(finding.summary, finding.evidence)
+            state.add_finding(finding.summary, finding.evidence, pinned=finding.pinned)
         if args.next_steps is not None:
             state.next_steps = list(args.next_steps)
         open_tasks = sum(1 for task in state.tasks if task.status in ("pending", "in_progress"))

@@ -2,29 +2,32 @@
 
 from __future__ import annotations
 
-from agent.policies.runbook.progress import Purpose, RunbookProgress
+from agent.policies.runbook.progress import Measurement, Purpose, RunbookProgress
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
 from tools.bench.runner import LevelReport
 
 
-def _level(state: ProjectState, benchmark_id: str | None) -> LevelReport | None:
-    """The first level of a stored benchmark (the runbook measures one level per run)."""
+def _measurement(state: ProjectState, progress: RunbookProgress, key: str) -> Measurement | None:
+    """The figures of one benchmark: from the progress record, else (progress written before it kept
+    figures) from the stored record's first level."""
+    if key in progress.measurements:
+        return progress.measurements[key]
     for record in state.benchmarks:
-        if record.id == benchmark_id:
-            levels = record.metrics.get("levels") or []
-            return LevelReport.model_validate(levels[0]) if levels else None
+        if record.id == progress.benchmarks.get(key) and record.metrics.get("levels"):
+            level = LevelReport.model_validate(record.metrics["levels"][0])
+            return Measurement(output_tok_s=level.output_throughput,
+                               accept_length=level.spec.accept_length if level.spec else None)
     return None
 
 
 def measured(state: ProjectState, progress: RunbookProgress, purpose: Purpose) -> dict[str, float | None]:
     """Single-stream and peak output tok/s and the acceptance length of one configuration."""
-    single = _level(state, progress.benchmarks.get(f"{purpose} single"))
-    peak = _level(state, progress.benchmarks.get(f"{purpose} peak"))
-    spec = (single.spec if single else None) or (peak.spec if peak else None)
-    return {"single_stream_tok_s": single.output_throughput if single else None,
-            "peak_tok_s": peak.output_throughput if peak else None,
-            "accept_length": spec.accept_length if spec else None}
+    single = _measurement(state, progress, f"{purpose} single")
+    peak = _measurement(state, progress, f"{purpose} peak")
+    accept = (single.accept_length if single else None) or (peak.accept_length if peak else None)
+    return {"single_stream_tok_s": single.output_tok_s if single else None,
+            "peak_tok_s": peak.output_tok_s if peak else None, "accept_length": accept}
 
 
 def speedup(state: ProjectState, progress: RunbookProgress, purpose: Purpose) -> float | None:
@@ -60,7 +63,7 @@ def compare_finding(state: ProjectState, progress: RunbookProgress, purpose: Pur
         f"{_fmt(base['peak_tok_s'])} tok/s ({_fmt(peak_ratio, 2)}x), acceptance length "
         f"{_fmt(figures['accept_length'], 2)}",
         evidence=[f"benchmarks {progress.benchmarks.get(f'{purpose} single')}, "
-                  f"{progress.benchmarks.get(f'{purpose} peak')}"])
+                  f"{progress.benchmarks.get(f'{purpose} peak')}"], pinned=True)
 
 
 def advance(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> None:

@@ -16,7 +16,7 @@ from agent.policies.runbook.answers import apply_answer
 from agent.policies.runbook.choices import advance, compare_finding
 from agent.policies.runbook.launches import on_launch, on_launch_refused, record_attempt
 from agent.policies.runbook.planning import plan
-from agent.policies.runbook.progress import RunbookProgress
+from agent.policies.runbook.progress import Measurement, RunbookProgress
 from agent.policies.runbook.report import final_report
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
@@ -149,7 +149,12 @@ class RunbookPolicy:
             return self._on_error(state, progress, "run_bench", "every request failed at concurrency "
                                   f"{', '.join(str(level.concurrency) for level in silent)}; the engine may "
                                   f"have stopped serving ({'; '.join(errors[:3]) or 'no error given'})")
-        progress.benchmarks[f"{progress.purpose} {progress.bench_stage}"] = output.benchmark_id
+        measured = f"{progress.purpose} {progress.bench_stage}"
+        progress.benchmarks[measured] = output.benchmark_id
+        level = output.levels[0]
+        accept = (level.spec or {}).get("accept_length")
+        progress.measurements[measured] = Measurement(output_tok_s=level.output_tok_per_s,
+                                                      accept_length=accept if isinstance(accept, int | float) else None)
         if progress.bench_stage == "single":
             progress.bench_stage = "peak"
             return None

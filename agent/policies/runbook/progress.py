@@ -1,7 +1,7 @@
 """Where the runbook stands, kept in the state document (``state.loop.policy_state["runbook"]``).
 
 The runbook keeps no hidden state: everything it needs to pick up the work is this record plus the rest
-of the document (processes, benchmarks, findings).
+of the document (processes, findings), including the figures of what it measured.
 """
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ class Attempt(BaseModel):
     key_line: str | None = None
 
 
+class Measurement(BaseModel):
+    """What the runbook compares of one benchmark (the first level's figures)."""
+
+    output_tok_s: float
+    accept_length: float | None = None
+
+
 class RunbookProgress(BaseModel):
     phase: Phase = "probe"
     awaiting: str | None = None  # the tool the last decision called, whose result comes next
@@ -45,7 +52,9 @@ class RunbookProgress(BaseModel):
     attempts_forgiven: int = 0  # attempts before the last answer, not counted against max_attempts
     tried: dict[str, list[str]] = Field(default_factory=dict)  # diagnosis class -> remedy ids tried
     attempts: list[Attempt] = Field(default_factory=list)
-    benchmarks: dict[str, str] = Field(default_factory=dict)  # purpose -> benchmark id
+    benchmarks: dict[str, str] = Field(default_factory=dict)  # "purpose stage" -> benchmark id
+    # "purpose stage" -> its figures, kept here because old benchmark records leave the document.
+    measurements: dict[str, Measurement] = Field(default_factory=dict)
     offshelf_drafter: str | None = None
     trained_drafter: str | None = None
     training_job: str | None = None
