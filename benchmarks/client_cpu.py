@@ -5,7 +5,7 @@ The reference loop is written the way sglang.bench_serving streams a chat comple
 ``removeprefix("data: ")``, ``json.loads`` per event, the text appended to a string. Only this
 process's CPU time is counted (``time.process_time``), so the server's cost does not enter.
 
-    python tests/fake_openai/server.py --itl-ms 2 &          # prints PORT <n>
+    python tests/support/fakes/openai_server.py --itl-ms 2 &          # prints PORT <n>
     python benchmarks/client_cpu.py --base-url http://127.0.0.1:<n> --client opsloop
     python benchmarks/client_cpu.py --base-url http://127.0.0.1:<n> --client aiohttp   # needs aiohttp
 """

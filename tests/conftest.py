@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from spine_helpers import HttpReceiver, SmtpSink
+from support.cli import HttpReceiver, SmtpSink
 from support.network_guard import refuse_non_loopback_network  # noqa: F401 - autouse: no network beyond loopback
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_helpers import fake_server
+from support.bench import fake_server
 from typer.testing import CliRunner
 
 from agent.cli import app

@@ -10,7 +10,7 @@ import statistics
 from typing import Literal
 
 import pytest
-from bench_helpers import fake_server
+from support.bench import fake_server
 
 from tools.bench.client import Endpoint, build_encoder, fetch
 from tools.bench.load import run_level

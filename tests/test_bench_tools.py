@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from bench_helpers import fake_server
-from ops_helpers import make_context
+from support.bench import fake_server
+from support.tool_context import make_context
 
 from tools.base import ToolContext, ToolRegistry, ToolResult
 from tools.bench import sglang_backend

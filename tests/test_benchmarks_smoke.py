@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from spine_helpers import agent_environment
+from support.cli import agent_environment
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from spine_helpers import HttpReceiver, agent_environment, run_agent, write_script
+from support.cli import HttpReceiver, agent_environment, run_agent, write_script
 from typer.testing import CliRunner
 
 from agent.cli import app

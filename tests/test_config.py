@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from spine_helpers import run_agent, write_script
+from support.cli import run_agent, write_script
 
 from agent.config import choose_policy, describe_sources, load_config, read_layers, validate
 from agent.events import UsageError

@@ -10,7 +10,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from spine_helpers import journal_records, run_agent, start_agent, wait_for, write_script
+from support.cli import journal_records, run_agent, start_agent, wait_for, write_script
 
 
 def _finding(summary: str) -> dict[str, Any]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from bench_helpers import fake_server
-from ops_helpers import make_context, wait_for
+from support.bench import fake_server
+from support.tool_context import make_context, wait_for
 
 from tools.base import ToolContext, ToolRegistry, ToolResult
 from tools.drafter.plan import to_yaml
@@ -19,7 +18,8 @@ from tools.processes import stop_process
 from tools.records import ProcessRecord
 from twin.specforge.config import parse_yaml
 
-FAKES = Path(__file__).resolve().parent / "fake_specforge"
+FAKES = Path(__file__).resolve().parent / "support" / "fakes"
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -33,7 +33,10 @@ def setup(tmp_path: Path) -> dict[str, str]:
     for program in bin_dir.iterdir():
         program.chmod(0o755)
     checkout = tmp_path / "SpecForge"
-    shutil.copytree(FAKES / "scripts", checkout / "scripts")
+    (checkout / "scripts").mkdir(parents=True)
+    # The checkout's data script is the digital twin's stand-in, run by file path like the real one.
+    (checkout / "scripts" / "regenerate_train_data.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(REPO_ROOT)!r})\nfrom twin.regenerate import main\nsys.exit(main())\n")
     draft = tmp_path / "draft.json"
     draft.write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1}))
     prompts = tmp_path / "prompts.jsonl"

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from spine_helpers import run_agent, write_script
+from support.cli import run_agent, write_script
 
 from agent.history import HISTORY_KIND, KEEP
 from agent.state import SCHEMA_VERSION, ProjectState, Question

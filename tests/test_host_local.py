@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
-from ops_helpers import fake, wait_for
+from support.tool_context import fake, wait_for
 
 from tools.hosts.local import LocalHost
 from tools.hosts.nvml import NO_GPU_PREFIX
@@ -126,13 +126,13 @@ def test_probe_without_the_nvml_binding(tmp_path: Path) -> None:
 
 
 def _probe_with_stand_in_nvml(extra_env: dict[str, str]) -> dict[str, object]:
-    # A child interpreter whose `pynvml` is tests/fake_modules/pynvml.py: a 4-GPU box without a driver.
+    # A child interpreter whose `pynvml` is tests/support/fakes/modules/pynvml.py: a 4-GPU box without a driver.
     root = Path(__file__).resolve().parents[1]
     code = ("from tools.hosts.local import LocalHost\n"
             "host = LocalHost()\n"
             "import json; print(json.dumps({'probe': host.probe_gpus().model_dump(mode='json'),"
             " 'memory': host.gpu_memory_used_mib()}))")
-    search_path = f"{root / 'tests' / 'fake_modules'}{os.pathsep}{root}"
+    search_path = f"{root / 'tests' / 'support' / 'fakes' / 'modules'}{os.pathsep}{root}"
     environment = {**os.environ, "PYTHONPATH": search_path, **extra_env}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                             cwd=root, env=environment, check=True)

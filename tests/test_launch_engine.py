@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ops_helpers import fake, make_context, wait_for
+from support.tool_context import fake, make_context, wait_for
 
 from agent.state import ProjectState
 from tools.base import ToolContext, ToolRegistry
@@ -23,13 +23,13 @@ from tools.processes import reconcile_processes
 
 
 class EngineStandInHost(LocalHost):
-    """Runs tests/fake_processes/fake_engine.py wherever an SGLang or vLLM server was asked for."""
+    """Runs tests/support/fakes/engine.py wherever an SGLang or vLLM server was asked for."""
 
     def translate(self, argv: list[str]) -> list[str]:
         if "sglang.launch_server" in argv:
-            return [sys.executable, fake("fake_engine.py"), *argv[argv.index("sglang.launch_server") + 1:]]
+            return [sys.executable, fake("engine.py"), *argv[argv.index("sglang.launch_server") + 1:]]
         if Path(argv[0]).name == "vllm" and argv[1:2] == ["serve"]:
-            return [sys.executable, fake("fake_engine.py"), *argv[3:]]
+            return [sys.executable, fake("engine.py"), *argv[3:]]
         return argv
 
 
@@ -83,7 +83,7 @@ def test_launch_waits_for_ready_and_reports_progress(context: ToolContext) -> No
         record = context.state.processes[-1]
         assert record.kind == "engine" and record.state == "ready"
         assert record.config["mem_fraction"] == 0.8 and record.config["engine_version"] == "0.5.8"
-        assert "--mem-fraction-static" in record.argv and record.host_argv[1].endswith("fake_engine.py")
+        assert "--mem-fraction-static" in record.argv and record.host_argv[1].endswith("fakes/engine.py")
         status = REGISTRY.execute("engine_status", {}, context).output
         assert status is not None and status["alive"] and "-> 200" in status["health"]
         assert status["diagnosis"] is None

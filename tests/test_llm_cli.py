@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from spine_helpers import agent_environment, run_agent
+from support.cli import agent_environment, run_agent
 
 from twin.model_api.script import ModelTurn, ToolUse
 from twin.model_api.server import ModelServer

@@ -10,7 +10,7 @@ from email.header import decode_header, make_header
 from pathlib import Path
 
 import pytest
-from spine_helpers import HttpReceiver, SmtpSink, free_port
+from support.cli import HttpReceiver, SmtpSink, free_port
 
 from agent.actions import Ask
 from agent.escalation import record_question

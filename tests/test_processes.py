@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import psutil
-from ops_helpers import fake, make_context, wait_for
+from support.tool_context import fake, make_context, wait_for
 
 from agent.state import ProjectState
 from tools.hosts.local import LocalHost

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reliability_helpers import journal_disagreements
-from spine_helpers import REPO_ROOT, agent_environment, journal_records, run_agent, write_script
+from support.cli import REPO_ROOT, agent_environment, journal_records, run_agent, write_script
+from support.reliability import journal_disagreements
 
 from agent.store import read_state
 

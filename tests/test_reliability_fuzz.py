@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from reliability_helpers import heavy, kill_state_processes
+from support.reliability import heavy, kill_state_processes
 
 from agent.config import load_config
 from agent.events import UsageError

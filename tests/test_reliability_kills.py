@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_helpers import engine_identities, heavy, kill_state_processes
-from spine_helpers import HttpReceiver, SmtpSink, journal_records, run_agent, start_agent, wait_for, write_script
+from support.cli import HttpReceiver, SmtpSink, journal_records, run_agent, start_agent, wait_for, write_script
+from support.reliability import engine_identities, heavy, kill_state_processes
 
 from agent.state import ProjectState
 from agent.store import StateStore

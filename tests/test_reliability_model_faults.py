@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from reliability_helpers import heavy
 from support.llm_harness import MODE_IDS, MODES, TEST_KEYS, ProviderName, SleepRecorder, agent_for, llm_section
+from support.reliability import heavy
 
 from agent.escalation import answer_question
 from agent.policies.llm.build import build_llm_policy

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reliability_helpers import kill_state_processes
-from spine_helpers import agent_environment, journal_records, run_agent, write_script
+from support.cli import agent_environment, journal_records, run_agent, write_script
+from support.reliability import kill_state_processes
 
 from agent.actions import ToolCall
 from agent.journal import Journal
@@ -89,7 +89,7 @@ start_process(context, name="engine-1", argv=[sys.executable, sleeper, "orphan"]
 
 
 def _die_before_recording(state_dir: Path, run_id: str) -> None:
-    sleeper = Path(__file__).parent / "fake_processes" / "sleeper.py"
+    sleeper = Path(__file__).parent / "support" / "fakes" / "sleeper.py"
     died = subprocess.run([sys.executable, "-c", _DIE_BEFORE_RECORDING, str(state_dir), str(sleeper), run_id],
                           env=agent_environment(), capture_output=True, text=True, timeout=60, check=False)
     assert died.returncode == -signal.SIGKILL, died.stderr

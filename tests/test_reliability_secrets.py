@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reliability_helpers import kill_state_processes
-from spine_helpers import HttpReceiver, SmtpSink, agent_environment, run_agent, write_script
+from support.cli import HttpReceiver, SmtpSink, agent_environment, run_agent, write_script
+from support.reliability import kill_state_processes
 
 from twin.loader import load_scenario
 

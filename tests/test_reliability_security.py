@@ -19,8 +19,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from reliability_helpers import heavy
-from spine_helpers import journal_records, run_agent, start_agent, wait_for, write_script
+from support.cli import journal_records, run_agent, start_agent, wait_for, write_script
+from support.reliability import heavy
 
 from agent.state import ProjectState
 from tools.base import NeedsApproval, ToolContext, ToolSettings
@@ -31,7 +31,7 @@ from tools.processes import reconcile_processes
 from tools.records import ProcessRecord
 
 REGISTRY = default_registry()
-SLEEPER = Path(__file__).parent / "fake_processes" / "sleeper.py"
+SLEEPER = Path(__file__).parent / "support" / "fakes" / "sleeper.py"
 OUTSIDE_TEXT = "alpha: outside the writable roots\n"
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from runbook_helpers import load_state, run_scenario, runbook_progress, stop_leftovers
-from spine_helpers import run_agent
+from support.cli import run_agent
+from support.runbook import load_state, run_scenario, runbook_progress, stop_leftovers
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 import psutil
 import pytest
-from ops_helpers import fake, make_context, wait_for
+from support.tool_context import fake, make_context, wait_for
 
 from agent.actions import Ask
 from agent.escalation import answer_question, record_question

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sim_helpers import EngineProcess, free_port, http_get, wait_healthy, write_scenario
+from support.sim import EngineProcess, free_port, http_get, wait_healthy, write_scenario
 
 from twin.ledger import memory_in_use
 

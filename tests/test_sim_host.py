@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from sim_helpers import free_port, wait_healthy, write_scenario
+from support.sim import free_port, wait_healthy, write_scenario
 
 from agent.state import ProjectState
 from tools.base import ToolContext, ToolSettings

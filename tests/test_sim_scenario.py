@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sim_helpers import scenario_text, write_scenario
+from support.sim import scenario_text, write_scenario
 
 from twin.loader import ScenarioError, builtin_names, load_scenario
 from twin.rules import Condition, LaunchFacts, When

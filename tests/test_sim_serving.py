@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sim_helpers import EngineProcess, free_port, http_get, http_post, wait_healthy, write_scenario
+from support.sim import EngineProcess, free_port, http_get, http_post, wait_healthy, write_scenario
 
 from twin.layout import SimLayout, materialize
 from twin.loader import load_scenario

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sim_helpers import free_port, http_get, http_post, wait_healthy, write_scenario
+from support.sim import free_port, http_get, http_post, wait_healthy, write_scenario
 
 from tools.hosts.sim.host import SimHost
 from twin.specforge.config import ConfigError, apply_override, check_schema, parse_yaml

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spine_helpers import REPO_ROOT, agent_environment, journal_records, run_agent, write_script
+from support.cli import REPO_ROOT, agent_environment, journal_records, run_agent, write_script
 
 LIMIT_BYTES = 48_000
 

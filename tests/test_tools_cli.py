@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spine_helpers import run_agent
+from support.cli import run_agent
 
 LOGS = Path(__file__).resolve().parent / "data" / "logs"
 OPS_TOOLS = {"probe_system", "launch_engine", "stop_engine", "engine_status", "tail_log", "diagnose_log"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spine_helpers import run_agent, write_script
+from support.cli import run_agent, write_script
 
 
 def test_resume_uses_the_simulated_host_the_run_started_with(tmp_path: Path) -> None:

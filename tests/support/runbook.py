@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from spine_helpers import run_agent
+
+from support.cli import run_agent
 
 
 def load_state(state_dir: Path) -> dict[str, Any]:

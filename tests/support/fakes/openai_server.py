@@ -1,6 +1,6 @@
 """A loopback OpenAI-compatible streaming server with known timing, for benchmark and probe tests.
 
-Run as its own process: ``python server.py --ttft-ms 40 --itl-ms 8`` prints ``PORT <n>`` once it
+Run as its own process: ``python openai_server.py --ttft-ms 40 --itl-ms 8`` prints ``PORT <n>`` once it
 listens on 127.0.0.1. Every streamed completion waits exactly the configured time to first token,
 then sends one SSE event per ``--tokens-per-event`` tokens at a fixed period (scheduled on absolute
 deadlines so there is no drift), and ends with a usage chunk and ``[DONE]``. Errors can be injected

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from spine_helpers import REPO_ROOT, agent_environment, journal_records
 
 from agent.state import ProjectState
 from agent.store import read_state
+from support.cli import REPO_ROOT, agent_environment, journal_records
 
 EXIT_DONE, EXIT_BLOCKED = 0, 3
 ENGINE_MODULE = "twin.engine"

@@ -1,4 +1,5 @@
-"""Helpers for the spine tests: the real CLI in a subprocess, loopback HTTP and SMTP receivers."""
+"""The real CLI in a subprocess (run_agent, start_agent), decision scripts, the journal, and loopback HTTP and
+SMTP receivers for notifications."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Variables that would change what the CLI does (policy choice, config) are removed for the child.
 _INFLUENTIAL = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")

@@ -1,4 +1,4 @@
-"""Shared helpers for the ops-tool tests: a tool context on a real LocalHost, and fake-process paths."""
+"""A tool context on a real LocalHost (make_context), the paths of the small fakes (fake), and wait_for."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from agent.state import ProjectState
 from tools.base import ToolContext, ToolSettings
 from tools.hosts.local import LocalHost
 
-FAKES = Path(__file__).resolve().parent / "fake_processes"
+FAKES = Path(__file__).resolve().parent / "fakes"
 
 
 def fake(name: str) -> str:

@@ -1,4 +1,4 @@
-"""Start the loopback OpenAI-compatible fake server (tests/fake_openai/server.py) as a real process."""
+"""Start the loopback OpenAI-compatible server of known timing (fakes/openai_server.py) as a real process."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SERVER = Path(__file__).resolve().parent / "fake_openai" / "server.py"
+SERVER = Path(__file__).resolve().parent / "fakes" / "openai_server.py"
 
 
 @contextmanager

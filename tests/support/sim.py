@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Two PCIe GPUs, a 30 GB model, start-up in well under a second of real time.
 BASE_SCENARIO = """
