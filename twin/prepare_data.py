@@ -1,4 +1,4 @@
-"""``scripts/prepare_data.py`` stand-in: write a generic conversation data set (engines.md §4.7).
+"""``scripts/prepare_data.py`` stand-in: write a generic conversation data set (SpecForge's checkout).
 
 The real script downloads ShareGPT and similar sets from the hub; the simulated host has them
 "cached": people's conversations, not the target's own answers.

@@ -1,6 +1,6 @@
 """``scripts/regenerate_train_data.py`` stand-in: answer every user turn again with the running target.
 
-Same flags as SpecForge's script (engines.md §4.7). It really calls each ``--server-address``'s
+Same flags as SpecForge's ``scripts/regenerate_train_data.py``. It really calls each ``--server-address``'s
 OpenAI chat endpoint, so the target must be up; failed records go to ``<output>_error.jsonl``.
 """
 

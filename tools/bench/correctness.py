@@ -1,7 +1,7 @@
 """A correctness probe: a few fixed prompts, greedy decoding, and sanity checks on the answers.
 
 A configuration that is fast but produces garbage (a broken kernel, a bad quantization path, a
-CUDA-graph bug at batch size 1; engines.md §8) must be flagged, not celebrated. Each answer must be
+CUDA-graph bug at batch size 1) must be flagged, not celebrated. Each answer must be
 non-empty, free of repetition loops and garbled characters, and contain the expected fact.
 """
 

@@ -1,9 +1,9 @@
 """Optional cross-check: run ``python -m sglang.bench_serving`` in the engine environment.
 
-Offline-safe (engines.md §2.5): the ``random-ids`` dataset downloads nothing, ``HF_HUB_OFFLINE=1``
+Offline-safe: the ``random-ids`` dataset downloads nothing, ``HF_HUB_OFFLINE=1``
 stops hub look-ups, and a local tokenizer is passed when one is known (0.5.23 otherwise asks the
 server's /model_info for it). One invocation per concurrency level; each appends one JSON object to
-the output file (keys in engines.md §2.4), which is parsed into the same result model as ours.
+the output file (keys as ``bench_serving.py`` writes them), which is parsed into the same result model as ours.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Speculative-decoding acceptance for one benchmark run, from the server's own counters.
 
-Order of preference (engines.md §1.7, §1.8, §3):
+Order of preference (SGLang ``srt/metrics/collector.py``; vLLM ``v1/spec_decode/metrics.py``):
 1. vLLM counters, differenced over the run: accept length = 1 + Δaccepted / Δdrafts (bonus token
    included, comparable with SGLang), acceptance rate = Δaccepted / Δdraft tokens.
 2. SGLang counters (0.5.2x): accept length = Δ``sglang:generation_tokens_total`` /

@@ -1,6 +1,6 @@
 """The EAGLE-3 drafter pipeline as a plan: SpecForge commands and the run config they read.
 
-Stages (engines.md §4.2-§4.7):
+Stages (SpecForge's ``specforge/cli.py`` and its checkout's ``scripts/``):
 
 1. ``regenerate``: ``python scripts/regenerate_train_data.py`` from a SpecForge checkout (the wheel
    leaves ``scripts/`` out) answers the prompts again with the running target server, so the drafter
@@ -129,7 +129,7 @@ def to_yaml(document: dict[str, Any], indent: int = 0) -> str:
 
 def run_config(args: TrainDrafterArgs, *, run_id: str, output_dir: Path, train_data: str,
                capture_urls: list[str]) -> dict[str, Any]:
-    """The ``specforge train`` run config (sections per engines.md §4.3)."""
+    """The ``specforge train`` run config (the sections of SpecForge's ``specforge/config/schema.py``)."""
     model: dict[str, Any] = {"target_model_path": args.target_model_path, "target_backend": "sglang",
                              "torch_dtype": "bfloat16"}
     if args.draft_model_config:

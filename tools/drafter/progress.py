@@ -3,7 +3,7 @@
 SpecForge prints ``step {N}: {dict}`` with Python dict syntax [SF@a6b6b02 training/assembly.py:291]:
 training keys ``acc_0..``, ``ploss_0..``, ``acc``, ``loss``, ``acceptance_rate_i``, ``acceptance_rate``,
 ``lr``; evaluation keys prefixed ``eval/``, among them ``eval/simulated_acc_len``, which leaves out the
-bonus token (add 1 to compare with SGLang's accept length; engines.md §4.5).
+bonus token (add 1 to compare with SGLang's accept length; SpecForge ``specforge/eval/evaluator.py``).
 """
 
 from __future__ import annotations

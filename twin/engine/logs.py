@@ -73,7 +73,8 @@ class EngineLog:
 def progress_bar(description: str, done: int, total: int, elapsed: float, unit_seconds: float) -> str:
     """A tqdm line as the engines print it.
 
-    E.g. ``Loading safetensors checkpoint shards:  42% Completed | 27/64 [...]`` (engines.md §1.5).
+    E.g. ``Loading safetensors checkpoint shards:  42% Completed | 27/64 [...]``
+    (SGLang ``srt/model_loader/weight_utils.py``).
     """
     percent = 100.0 * done / total if total else 100.0
     remaining = unit_seconds * (total - done)

@@ -1,7 +1,7 @@
 """Serving counters and their Prometheus text rendering under each engine's metric names.
 
-SGLang names from 0.5.8 ``srt/metrics/collector.py`` (engines.md §1.8); vLLM names from 0.33
-``v1/metrics`` and ``v1/spec_decode/metrics.py`` (engines.md §3). Counters are exported with the
+SGLang names from 0.5.8 ``srt/metrics/collector.py``; vLLM names from 0.33
+``v1/metrics`` and ``v1/spec_decode/metrics.py``. Counters are exported with the
 ``_total`` suffix as prometheus_client does.
 """
 

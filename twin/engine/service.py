@@ -1,6 +1,7 @@
 """The serving engine: routes, information endpoints, metrics, and periodic throughput log lines.
 
-Routes follow engines.md §1.6 (SGLang; ``/metrics`` only with ``--enable-metrics``) and §3 (vLLM).
+Routes follow SGLang's ``srt/entrypoints/http_server.py`` (``/metrics`` only with ``--enable-metrics``)
+and vLLM's ``entrypoints/`` (0.33).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The start-up lines of each engine, phase by phase (engines.md §1.5 for SGLang, §3 for vLLM)."""
+"""The start-up lines of each engine, phase by phase (SGLang 0.5.8 ``srt/model_executor/model_runner.py``
+and ``srt/entrypoints/http_server.py``; vLLM 0.33 ``entrypoints/``)."""
 
 from __future__ import annotations
 

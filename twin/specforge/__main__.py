@@ -1,4 +1,4 @@
-"""``specforge`` command stand-in: ``train`` and ``export`` with SpecForge's flags (engines.md §4.2).
+"""``specforge`` command stand-in: ``train`` and ``export`` with SpecForge's flags (SpecForge ``specforge/cli.py``).
 
 Usage (written by the command translation)::
 

@@ -1,7 +1,8 @@
 """``specforge export`` stand-in: turn a runtime checkpoint into a servable drafter directory.
 
-Mirrors SpecForge's exporter (engines.md §4.6): ``--to sglang`` handles only ``LlamaForCausalLMEagle3``
-drafts; the output directory holds ``config.json`` and safetensors weights (``embed_tokens`` omitted).
+Mirrors SpecForge's exporter (``specforge/export/to_sglang.py``): ``--to sglang`` handles only
+``LlamaForCausalLMEagle3`` drafts; the output directory holds ``config.json`` and safetensors weights
+(``embed_tokens`` omitted).
 The simulated directory also records the drafter's quality (``sim_quality.json``) for the engine.
 """
 

@@ -5,7 +5,7 @@ data the target regenerated and ``generic_accept_length`` on other data, blended
 assistant turns the target would have written; convergence follows
 ``1 - exp(-3 * steps / steps_to_converge)``.
 Progress lines follow ``step {N}: {dict}`` [SF@a6b6b02 training/assembly.py:291] with the keys of
-training/controller.py:285-301; checkpoints follow training/checkpoint.py:9-67 (engines.md §4.5, §4.6).
+training/controller.py:285-301; checkpoints follow training/checkpoint.py:9-67.
 """
 
 from __future__ import annotations

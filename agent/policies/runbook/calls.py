@@ -35,7 +35,7 @@ def launch_config(progress: RunbookProgress, purpose: Purpose, settings: Runbook
         # Topk 1, 3 steps, 4 draft tokens: the setting published EAGLE-3 Kimi drafters are measured at.
         config["speculative"] = {"algorithm": "EAGLE3", "draft_model_path": drafter, "num_steps": 3,
                                  "eagle_topk": 1, "num_draft_tokens": 4}
-        # SGLang caps running requests at 48 under speculation unless set explicitly (engines.md §1.3).
+        # SGLang caps running requests at 48 under speculation unless set explicitly (0.5.8 ``srt/server_args.py``).
         config["max_running_requests"] = max(config.get("max_running_requests") or 0,
                                              settings.peak_concurrency)
     return config

@@ -2,7 +2,8 @@
 
 Prints progress in SpecForge's real format (``step {N}: {dict}``, eval keys prefixed ``eval/``) and
 writes runtime checkpoints (``{run_id}-step{N}/training_state.pt`` plus the ``{run_id}-latest`` link)
-and an exported drafter directory, like the real CLI (engines.md §4.2, §4.5, §4.6). Knobs for tests:
+and an exported drafter directory, like the real CLI (SpecForge ``specforge/cli.py``,
+``training/assembly.py``, ``training/checkpoint.py``). Knobs for tests:
 ``FAKE_SPECFORGE_STEP_SECONDS`` (time per step) and ``FAKE_SPECFORGE_FAIL=train|export``.
 """
 
