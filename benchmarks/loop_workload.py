@@ -40,7 +40,7 @@ def _level(concurrency: int, seed: int) -> LevelReport:
     tokens_per_s = 40.0 * concurrency ** 0.8 + seed % 7
     duration = requests * 256 / tokens_per_s
     return LevelReport(concurrency=concurrency, num_requests=requests, completed=requests, failed=0,
-                       duration_s=duration, request_throughput=requests / duration, input_tokens=requests * 1024,
+                       duration_seconds=duration, request_throughput=requests / duration, input_tokens=requests * 1024,
                        output_tokens=requests * 256, output_throughput=tokens_per_s,
                        total_throughput=tokens_per_s * 5, token_counts_from="usage",
                        ttft_ms=_distribution(180.0 + concurrency, requests),

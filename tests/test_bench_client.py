@@ -22,7 +22,7 @@ from tools.bench.wire import ResponseParser, SseSplitter
 
 def sweep(base_url: str, **overrides: object) -> list:  # type: ignore[type-arg]
     settings: dict[str, object] = {"base_url": base_url, "model": "fake-model", "input_len": 32,
-                                   "output_len": 20, "warmup_requests": 0, "request_timeout_s": 20.0}
+                                   "output_len": 20, "warmup_requests": 0, "request_timeout_seconds": 20.0}
     settings.update(overrides)
     return run_sweep_blocking(BenchParams.model_validate(settings)).levels
 
@@ -49,9 +49,9 @@ def test_measured_latencies_reflect_the_injected_delays(engine: str) -> None:
         assert ttft_ms + (tokens - 1) * itl_ms - 0.5 < level.e2e_ms.median < ttft_ms + (tokens - 1) * itl_ms + 20
     single, parallel = levels
     # Back-to-back requests: 8 in series take ~8 x E2E; 4 in parallel take ~2 x E2E.
-    assert single.duration_s > 1.8 * parallel.duration_s
-    assert abs(parallel.request_throughput - 8 / parallel.duration_s) < 1e-9
-    assert abs(single.output_throughput - single.output_tokens / single.duration_s) < 1e-9
+    assert single.duration_seconds > 1.8 * parallel.duration_seconds
+    assert abs(parallel.request_throughput - 8 / parallel.duration_seconds) < 1e-9
+    assert abs(single.output_throughput - single.output_tokens / single.duration_seconds) < 1e-9
 
 
 @pytest.mark.parametrize(("engine", "concurrency"), [("epoll", 1), ("epoll", 4), ("asyncio", 4)])
@@ -81,7 +81,7 @@ def test_client_timestamps_match_the_servers_send_times(engine: Literal["epoll",
     assert all(error > -1e-4 for error in ttft_errors), ttft_errors  # nothing arrives before it is sent
     assert statistics.median(ttft_errors) < 0.002, ttft_errors
     assert abs(statistics.median(gap_errors)) < 0.001
-    summary = summarize(outcomes, concurrency=concurrency, request_rate=None, duration_s=1.0,
+    summary = summarize(outcomes, concurrency=concurrency, request_rate=None, duration_seconds=1.0,
                         expected_input_tokens=16)
     assert summary.ttft_ms.median is not None and summary.ttft_ms.median >= 30.0
 
@@ -138,7 +138,7 @@ def test_poisson_arrivals_pace_the_requests(engine: str) -> None:
         level = sweep(url, concurrency=[count], num_prompts=count, request_rate=rate, seed=7, output_len=4,
                       io_engine=engine)[0]
     assert level.completed == count and level.request_rate == rate
-    assert level.duration_s >= sum(gaps)
+    assert level.duration_seconds >= sum(gaps)
 
 
 @pytest.mark.parametrize(("flavor", "source", "length", "per_run"), [

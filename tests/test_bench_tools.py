@@ -91,7 +91,7 @@ def test_the_sweep_time_limit_stops_the_load(tmp_path: Path) -> None:
     with fake_server("--itl-ms", "50") as url:
         started = time.monotonic()
         result = call(context, "run_bench", {"base_url": url, "model": "m", "num_prompts": 4, "output_len": 400,
-                                             "correctness_probe": False, "timeout_s": 1.0})
+                                             "correctness_probe": False, "timeout_seconds": 1.0})
         elapsed = time.monotonic() - started
     assert not result.ok and "did not finish within 1 s" in (result.error or "")
     assert elapsed < 5.0  # 4 requests of 20 s each were cut off, not waited for

@@ -76,6 +76,7 @@ def test_a_version_1_document_is_migrated_and_its_overflow_moves_to_the_journal(
     assert state.run.simulated_scenario == "kimi-sm120" and "simulated_scenario" not in state.environment.model_dump()
     assert [finding.number for finding in state.findings] == list(range(1, 216))
     assert state.history.findings_recorded == 215
+    assert all("duration_seconds" in level for record in state.benchmarks for level in record.metrics["levels"])
     store = StateStore(tmp_path)
     store.save(state)
     kept = store.load()

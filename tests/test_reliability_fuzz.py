@@ -76,7 +76,7 @@ def bases(base: Path, model_path: str) -> dict[str, dict[str, Any]]:
         "patch_file": {"path": str(base / "target.txt"), "search": "alpha", "replace": "beta", "reason": "fuzz"},
         "revert_patch": {"patch_id": "patch1"},
         "run_bench": {"base_url": "http://127.0.0.1:9", "model": "m", "concurrency": [1], "num_prompts": 2,
-                      "correctness_probe": False, "warmup_requests": 0, "timeout_s": 20},
+                      "correctness_probe": False, "warmup_requests": 0, "timeout_seconds": 20},
         "check_correctness": {"base_url": "http://127.0.0.1:9", "model": "m"},
         "shell": {"command": "echo fuzz", "timeout_seconds": 5},
         "train_drafter": {"target_model_path": model_path, "stages": ["train"], "wait": False,
@@ -114,7 +114,7 @@ def cheap(tool: str, arguments: Any) -> bool:
         many = isinstance(levels, list) and (len(levels) > 3 or any(
             isinstance(level, int) and level > 8 for level in levels))
         return not many and number("num_prompts") <= 8 and number("warmup_requests") <= 2 and not (
-            0 < number("request_rate") < 5) and number("timeout_s") <= 60
+            0 < number("request_rate") < 5) and number("timeout_seconds") <= 60
     if tool == "stop_engine":
         return number("grace_seconds") <= 1
     if tool in ("launch_engine", "train_drafter"):

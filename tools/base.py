@@ -4,7 +4,11 @@ Every tool has a name, a description written for a model, a pydantic argument mo
 output model (so JSON schemas come for free). :func:`ToolRegistry.execute` is the only way tools are
 run: it validates arguments, enforces the timeout, caps output, and turns every failure into an
 error :class:`ToolResult` the policy can read. Only :class:`NeedsApproval` escapes, because asking a
-human is a decision for the loop, not a tool failure.
+human is a decision for the loop, not a tool failure. A tool that times out keeps running in its
+thread and may still write to the state (see :meth:`ToolRegistry._run_with_timeout`).
+
+Tools see the agent's state document only through :class:`ToolState` and record what they learn
+there; they never import the agent.
 """
 
 from __future__ import annotations
@@ -271,6 +275,15 @@ class ToolRegistry:
     @staticmethod
     def _run_with_timeout(tool: AnyTool, args: ToolArgs,
                           context: ToolContext) -> tuple[ToolOutput | None, str | None]:
+        """Run the tool in a daemon thread and wait at most ``tool.timeout_for(args)``.
+
+        A thread cannot be stopped: on timeout the call is reported as timed out, but the tool's thread
+        keeps running until it returns by itself (or the agent exits). Until then it may still write
+        to ``context.state`` (append a process or a finding, change a record's state), call
+        ``context.checkpoint()`` and write files under the state directory; its return value is
+        dropped. The loop may save the state while it does. This is a backstop: every tool that waits
+        keeps its own deadline (launch_engine, run_bench, wait, shell...), inside this limit, and a
+        process it started is recorded before anything else, so nothing is orphaned."""
         outcome: dict[str, Any] = {}
 
         def target() -> None:

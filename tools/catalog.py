@@ -1,4 +1,4 @@
-"""The default tool set. Each ops-tool module contributes its tools here."""
+"""The default tool set. Adding a tool: import it and add it to the list."""
 
 from __future__ import annotations
 
@@ -17,23 +17,23 @@ from tools.wait import WaitTool
 
 
 def default_tools() -> list[AnyTool]:
-    tools: list[AnyTool] = []
-    tools.append(UpdateStateTool())
-    tools.append(WaitTool())
-    tools.append(ProbeSystemTool())
-    tools.append(LaunchEngineTool())
-    tools.append(StopEngineTool())
-    tools.append(EngineStatusTool())
-    tools.append(TailLogTool())
-    tools.append(DiagnoseLogTool())
-    tools.append(PatchFileTool())
-    tools.append(RevertPatchTool())
-    tools.append(RunBenchTool())
-    tools.append(CheckCorrectnessTool())
-    tools.append(ShellTool())
-    tools.append(TrainDrafterTool())
-    tools.append(DrafterStatusTool())
-    return tools
+    return [
+        UpdateStateTool(),
+        WaitTool(),
+        ProbeSystemTool(),
+        LaunchEngineTool(),
+        StopEngineTool(),
+        EngineStatusTool(),
+        TailLogTool(),
+        DiagnoseLogTool(),
+        PatchFileTool(),
+        RevertPatchTool(),
+        RunBenchTool(),
+        CheckCorrectnessTool(),
+        ShellTool(),
+        TrainDrafterTool(),
+        DrafterStatusTool(),
+    ]
 
 
 def default_registry() -> ToolRegistry:

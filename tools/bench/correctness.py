@@ -7,7 +7,6 @@ non-empty, free of repetition loops and garbled characters, and contain the expe
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 from typing import Any
@@ -136,7 +135,3 @@ async def run_probes(base_url: str, model: str, *, kind: EndpointKind = "chat", 
                else f"correctness probe FAILED {len(results) - passed}/{len(results)} ({failures})")
     return CorrectnessVerdict(passed=passed == len(results), passed_count=passed, total=len(results),
                               results=results, summary=summary)
-
-
-def run_probes_blocking(base_url: str, model: str, **options: Any) -> CorrectnessVerdict:
-    return asyncio.run(run_probes(base_url, model, **options))

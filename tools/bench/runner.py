@@ -26,8 +26,8 @@ class BenchParams(ToolArgs):
                                    description="Levels to sweep, e.g. [1, 8, 64]")
     num_prompts: int | None = Field(default=None, ge=1,
                                     description="Requests per level; default max(10, 5 x concurrency)")
-    input_len: int = Field(default=1024, ge=1, le=1_000_000)
-    output_len: int = Field(default=256, ge=1, le=1_000_000)
+    input_len: int = Field(default=1024, ge=1, le=1_000_000, description="Prompt length, in tokens")
+    output_len: int = Field(default=256, ge=1, le=1_000_000, description="Output length, in tokens")
     request_rate: float | None = Field(default=None, gt=0,
                                        description="Poisson arrivals per second; default: back to back")
     ignore_eos: bool = True
@@ -36,7 +36,7 @@ class BenchParams(ToolArgs):
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="Merged into every request body (e.g. chat_template_kwargs)")
     warmup_requests: int = Field(default=1, ge=0, le=100)
-    request_timeout_s: float = Field(default=600.0, gt=0)
+    request_timeout_seconds: float = Field(default=600.0, gt=0, description="Limit for one request")
     seed: int = 0
     io_engine: IoEngine = Field(default="auto", description="Client I/O: 'auto' (epoll for plain HTTP on Linux, "
                                 "the leanest), 'epoll' or 'asyncio'")
@@ -87,7 +87,7 @@ async def run_sweep(params: BenchParams) -> BenchRun:
 
     if params.warmup_requests:
         await _warm_up(endpoint, make(params.warmup_requests, params.seed - 1, min(params.output_len, 16)),
-                       params.request_timeout_s)
+                       params.request_timeout_seconds)
     reports = []
     for number, concurrency in enumerate(params.concurrency):
         count, seed = params.requests_for(concurrency), params.seed + 1000 * (number + 1)
@@ -95,11 +95,11 @@ async def run_sweep(params: BenchParams) -> BenchRun:
         before = await read_metrics(endpoint)
         outcomes, duration = await run_level(endpoint, requests, concurrency=concurrency,
                                              request_rate=params.request_rate,
-                                             timeout=params.request_timeout_s, seed=params.seed + number,
+                                             timeout=params.request_timeout_seconds, seed=params.seed + number,
                                              engine=params.io_engine)
         spec = await acceptance(endpoint, before)
         level = summarize(outcomes, concurrency=concurrency, request_rate=params.request_rate,
-                          duration_s=duration, expected_input_tokens=params.input_len)
+                          duration_seconds=duration, expected_input_tokens=params.input_len)
         reports.append(LevelReport(**level.model_dump(), spec=spec))
     return BenchRun(params=params, levels=reports)
 

@@ -68,7 +68,7 @@ def parse_record(record: dict[str, Any], num_requests: int) -> LevelReport:
     return LevelReport(
         concurrency=int(record.get("max_concurrency") or 0), request_rate=rate, num_requests=num_requests,
         completed=completed, failed=max(num_requests - completed, 0),
-        duration_s=_number(record, "duration") or 0.0,
+        duration_seconds=_number(record, "duration") or 0.0,
         request_throughput=_number(record, "request_throughput") or 0.0,
         input_tokens=int(record.get("total_input_tokens") or 0),
         output_tokens=int(record.get("total_output_tokens") or 0),

@@ -40,7 +40,7 @@ class LevelResult(BaseModel):
     num_requests: int
     completed: int
     failed: int
-    duration_s: float
+    duration_seconds: float
     request_throughput: float
     input_tokens: int
     output_tokens: int
@@ -73,7 +73,7 @@ def distribution_ms(seconds: Sequence[float]) -> Distribution:
 
 
 def summarize(outcomes: Sequence[StreamOutcome], *, concurrency: int, request_rate: float | None,
-              duration_s: float, expected_input_tokens: int) -> LevelResult:
+              duration_seconds: float, expected_input_tokens: int) -> LevelResult:
     """Aggregate one level. Failed requests count only in ``failed`` and ``errors``."""
     good = [outcome for outcome in outcomes if outcome.ok]
     from_usage = bool(good) and all(outcome.completion_tokens is not None for outcome in good)
@@ -93,10 +93,10 @@ def summarize(outcomes: Sequence[StreamOutcome], *, concurrency: int, request_ra
         if produced > 1:
             tpots.append((e2e - ttft) / (produced - 1))
     errors = Counter(outcome.error or "unknown error" for outcome in outcomes if not outcome.ok)
-    duration = max(duration_s, 1e-9)
+    duration = max(duration_seconds, 1e-9)
     return LevelResult(
         concurrency=concurrency, request_rate=request_rate, num_requests=len(outcomes), completed=len(good),
-        failed=len(outcomes) - len(good), duration_s=duration_s, request_throughput=len(good) / duration,
+        failed=len(outcomes) - len(good), duration_seconds=duration_seconds, request_throughput=len(good) / duration,
         input_tokens=input_tokens, output_tokens=output_tokens, output_throughput=output_tokens / duration,
         total_throughput=(input_tokens + output_tokens) / duration,
         token_counts_from="usage" if from_usage else "events",

@@ -23,7 +23,7 @@ class RunBenchArgs(BenchParams):
     label: str = Field(default="", description="Short name for this run in the state (default: derived)")
     correctness_probe: bool = Field(default=True, description="Check answers are sane before the load")
     tokenizer: str | None = Field(default=None, description="Local tokenizer dir for the sglang backend")
-    timeout_s: float = Field(default=3600.0, gt=0, le=6 * 3600, description="Limit for the whole sweep")
+    timeout_seconds: float = Field(default=3600.0, gt=0, le=6 * 3600, description="Limit for the whole sweep")
 
 
 class LevelSummary(BaseModel):
@@ -72,7 +72,7 @@ def _run_sglang(args: RunBenchArgs, context: ToolContext) -> BenchRun:
     tokenizer = args.tokenizer or context.state.model.path
     output_file = context.outputs_dir / f"bench_serving-step{context.state.step:05d}-{int(time.time())}.jsonl"
     levels = []
-    deadline = time.monotonic() + args.timeout_s
+    deadline = time.monotonic() + args.timeout_seconds
     for concurrency in args.concurrency:
         argv = sglang_backend.build_command(python, args, concurrency, output_file, tokenizer)
         context.progress(f"sglang.bench_serving at concurrency {concurrency}")
@@ -102,7 +102,7 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
     output_model = RunBenchOutput
 
     def timeout_for(self, args: RunBenchArgs) -> float:
-        return args.timeout_s + 120.0
+        return args.timeout_seconds + 120.0
 
     def run(self, args: RunBenchArgs, context: ToolContext) -> RunBenchOutput:
         verdict: CorrectnessVerdict | None = None
@@ -116,10 +116,10 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
             context.progress(f"benchmark sweep over concurrency {args.concurrency}")
             params = BenchParams(**args.model_dump(include=set(BenchParams.model_fields)))
             try:
-                run = asyncio.run(asyncio.wait_for(run_sweep(params), args.timeout_s))
+                run = asyncio.run(asyncio.wait_for(run_sweep(params), args.timeout_seconds))
             except TimeoutError:
-                raise ToolError(f"the sweep did not finish within {args.timeout_s:.0f} s; lower num_prompts "
-                                "or output_len, or raise timeout_s") from None
+                raise ToolError(f"the sweep did not finish within {args.timeout_seconds:.0f} s; lower num_prompts "
+                                "or output_len, or raise timeout_seconds") from None
         record = record_benchmark(context.state, run, label=args.label, correctness=verdict)
         context.checkpoint()
         warnings = []
