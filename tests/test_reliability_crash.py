@@ -4,7 +4,7 @@ The runbook policy brings up Kimi-K2.5 on the simulated SM120 host (``--sim kimi
 then an unsupported attention kernel, each diagnosed and remedied, then correctness and benchmarks).
 A small step budget makes the run stop for "extend?" questions, answered with ``agent ask --answer`` or
 ``agent resume --answer``; those commands are killed at random too. After every cycle the suite checks
-what is on disk and on the machine (see support.reliability.CrashChain): a loadable state; nothing
+what is on disk and on the machine (see support.crash_chain.CrashChain): a loadable state; nothing
 committed lost (steps, findings, processes, benchmarks, questions, answers); the journal never ahead of
 the state; no engine alive that the state does not know; never two engines alive at once. At the end:
 the run is done, every started call has exactly one result, no call started twice.
@@ -22,13 +22,8 @@ from pathlib import Path
 
 import pytest
 from support.cli import journal_records
-from support.reliability import (
-    CrashChain,
-    EngineWatcher,
-    call_journal_problems,
-    heavy,
-    kill_state_processes,
-)
+from support.crash_chain import CrashChain, call_journal_problems
+from support.reliability import EngineWatcher, heavy, kill_state_processes
 
 KILLS, GOAL = (300, "serve kimi with eagle3") if heavy() else (30, "serve kimi")
 STEP_BUDGET = 8
