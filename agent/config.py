@@ -63,8 +63,12 @@ class Source:
     detail: str = ""
 
 
-def read_layers(state_dir: Path, config_file: Path | None = None, environ: Mapping[str, str] | None = None,
-                overrides: Mapping[str, Any] | None = None) -> list[Layer]:
+def read_layers(
+    state_dir: Path,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[Layer]:
     """The non-default layers, lowest first."""
     layers: list[Layer] = []
     path = config_file if config_file is not None else state_dir / CONFIG_FILE_NAME
@@ -75,8 +79,12 @@ def read_layers(state_dir: Path, config_file: Path | None = None, environ: Mappi
     return layers
 
 
-def load_config(state_dir: Path, config_file: Path | None = None, environ: Mapping[str, str] | None = None,
-                overrides: Mapping[str, Any] | None = None) -> AgentConfig:
+def load_config(
+    state_dir: Path,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> AgentConfig:
     """Merge the layers and validate. Raises :class:`UsageError` with a one-line message."""
     return validate(read_layers(state_dir, config_file, environ, overrides))
 
@@ -92,8 +100,9 @@ def validate(layers: list[Layer]) -> AgentConfig:
         location = tuple(str(part) for part in first["loc"])
         sources = [layer.name for layer in reversed(layers) if _has_path(layer.values, location)]
         source = sources[0] if sources else "the configuration"
-        raise UsageError(f"invalid configuration in {source}: {'.'.join(location) or '(root)'}: "
-                         f"{first['msg']}") from None
+        raise UsageError(
+            f"invalid configuration in {source}: {'.'.join(location) or '(root)'}: {first['msg']}"
+        ) from None
     for secret in (config.notify.smtp.password, config.llm.api_key):
         if secret is not None:
             register_secret(secret.get_secret_value())

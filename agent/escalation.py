@@ -24,9 +24,15 @@ def record_question(state: ProjectState, ask: Ask) -> Question:
         if question.question == ask.question and question.kind == ask.question_kind:
             question.evidence, question.hypothesis = list(ask.evidence), ask.hypothesis
             return question
-    question = Question(id=state.next_id("q", [item.id for item in state.questions]), question=ask.question,
-                        context=ask.context, evidence=list(ask.evidence), options=list(ask.options),
-                        hypothesis=ask.hypothesis, kind=ask.question_kind)
+    question = Question(
+        id=state.next_id("q", [item.id for item in state.questions]),
+        question=ask.question,
+        context=ask.context,
+        evidence=list(ask.evidence),
+        options=list(ask.options),
+        hypothesis=ask.hypothesis,
+        kind=ask.question_kind,
+    )
     state.questions.append(question)
     return question
 
@@ -56,9 +62,11 @@ def answer_question(state: ProjectState, answer: str, question_id: str | None = 
     if question.kind == "limit":
         changed = extend_limits(state, answer)
         if changed is None:
-            raise UsageError(f"question {question.id} asks whether to extend the budget: answer 'extend' "
-                             "(doubles it) or 'extend N' (adds N), or resume with --max-steps / "
-                             "--max-wall-seconds / --max-cost-usd")
+            raise UsageError(
+                f"question {question.id} asks whether to extend the budget: answer 'extend' "
+                "(doubles it) or 'extend N' (adds N), or resume with --max-steps / "
+                "--max-wall-seconds / --max-cost-usd"
+            )
         if changed:
             state.add_finding("budget extended by the operator: " + "; ".join(changed))
     question.answer, question.answered_at, question.seen_by_policy = answer, utc_now(), False

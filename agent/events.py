@@ -44,6 +44,8 @@ class UsageError(Exception):
 class StateDirectoryLocked(UsageError):
     def __init__(self, state_dir: str, pid: int | None) -> None:
         owner = f"PID {pid}" if pid else "another process"
-        super().__init__(f"state directory {state_dir} is in use by a running agent ({owner}); "
-                         "wait for it to stop or use another --state-dir")
+        super().__init__(
+            f"state directory {state_dir} is in use by a running agent ({owner}); "
+            "wait for it to stop or use another --state-dir"
+        )
         self.pid = pid

@@ -21,8 +21,16 @@ from agent.state import ProjectState
 
 # List -> how many entries that may move stay in the document. Moving starts a quarter of that later
 # (the slack), so the journal gets one record per few new entries rather than one per save.
-KEEP: dict[str, int] = {"findings": 30, "pinned_findings": 20, "benchmarks": 6, "processes": 10, "patches": 10,
-                        "questions": 10, "tasks": 20, "notifications": 20}
+KEEP: dict[str, int] = {
+    "findings": 30,
+    "pinned_findings": 20,
+    "benchmarks": 6,
+    "processes": 10,
+    "patches": 10,
+    "questions": 10,
+    "tasks": 20,
+    "notifications": 20,
+}
 HISTORY_KIND = "history"
 
 Item = TypeVar("Item", bound=BaseModel)
@@ -33,9 +41,11 @@ def _split(items: list[Item], keep: int, movable: Callable[[Item], bool]) -> tup
     candidates = [index for index, item in enumerate(items) if movable(item)]
     if len(candidates) <= keep + max(2, keep // 4):
         return items, []
-    leaving = set(candidates[:len(candidates) - keep])
-    return ([item for index, item in enumerate(items) if index not in leaving],
-            [item for index, item in enumerate(items) if index in leaving])
+    leaving = set(candidates[: len(candidates) - keep])
+    return (
+        [item for index, item in enumerate(items) if index not in leaving],
+        [item for index, item in enumerate(items) if index in leaving],
+    )
 
 
 def _always(item: BaseModel) -> bool:
@@ -45,8 +55,10 @@ def _always(item: BaseModel) -> bool:
 def compact(state: ProjectState) -> dict[str, list[dict[str, Any]]]:
     """Drop the entries beyond the caps from ``state``; returns them (as JSON) by list name, for the journal."""
     moved: dict[str, Sequence[BaseModel]] = {}
-    pinned, unpinned = [item for item in state.findings if item.pinned], [item for item in state.findings
-                                                                          if not item.pinned]
+    pinned, unpinned = (
+        [item for item in state.findings if item.pinned],
+        [item for item in state.findings if not item.pinned],
+    )
     kept_pinned, moved_pinned = _split(pinned, KEEP["pinned_findings"], _always)
     kept_unpinned, moved_unpinned = _split(unpinned, KEEP["findings"], _always)
     if moved_pinned or moved_unpinned:
@@ -54,13 +66,16 @@ def compact(state: ProjectState) -> dict[str, list[dict[str, Any]]]:
         moved["findings"] = [item for item in state.findings if id(item) not in kept]
         state.findings = [item for item in state.findings if id(item) in kept]
     state.benchmarks, moved["benchmarks"] = _split(state.benchmarks, KEEP["benchmarks"], _always)
-    state.processes, moved["processes"] = _split(state.processes, KEEP["processes"],
-                                                 lambda record: record.state in ("exited", "stopped"))
+    state.processes, moved["processes"] = _split(
+        state.processes, KEEP["processes"], lambda record: record.state in ("exited", "stopped")
+    )
     state.patches, moved["patches"] = _split(state.patches, KEEP["patches"], lambda record: record.reverted)
-    state.questions, moved["questions"] = _split(state.questions, KEEP["questions"],
-                                                 lambda question: question.answer is not None)
-    state.tasks, moved["tasks"] = _split(state.tasks, KEEP["tasks"],
-                                         lambda task: task.status in ("done", "failed", "skipped"))
+    state.questions, moved["questions"] = _split(
+        state.questions, KEEP["questions"], lambda question: question.answer is not None
+    )
+    state.tasks, moved["tasks"] = _split(
+        state.tasks, KEEP["tasks"], lambda task: task.status in ("done", "failed", "skipped")
+    )
     state.notifications, moved["notifications"] = _split(state.notifications, KEEP["notifications"], _always)
     journal_form = {name: [item.model_dump(mode="json") for item in items] for name, items in moved.items() if items}
     for name, items in journal_form.items():
@@ -71,8 +86,10 @@ def compact(state: ProjectState) -> dict[str, list[dict[str, Any]]]:
 def move_to_journal(state: ProjectState, journal: Journal) -> None:
     """Compact ``state`` and journal what left it. If the journal cannot be written, the document is left
     as it was (and the error propagates): nothing leaves the document without being in the journal."""
-    lists = {name: list(getattr(state, name)) for name in ("findings", "benchmarks", "processes", "patches",
-                                                           "questions", "tasks", "notifications")}
+    lists = {
+        name: list(getattr(state, name))
+        for name in ("findings", "benchmarks", "processes", "patches", "questions", "tasks", "notifications")
+    }
     counts = dict(state.history.moved)
     moved = compact(state)
     if not moved:

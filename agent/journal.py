@@ -38,8 +38,7 @@ class Journal:
             try:
                 self._append(line)
             except OSError as error:
-                raise StateWriteError(f"cannot append to the journal {self.path}: "
-                                      f"{error.strerror or error}") from error
+                raise StateWriteError(f"cannot append to the journal {self.path}: {error.strerror or error}") from error
         return entry
 
     def _append(self, line: bytes) -> None:
@@ -75,8 +74,7 @@ class Journal:
         """Intent records whose call has no result record: calls that were running when the agent died."""
         entries = self.records()
         finished = {entry.get("call_id") for entry in entries if entry.get("kind") == "result"}
-        return [entry for entry in entries
-                if entry.get("kind") == "intent" and entry.get("call_id") not in finished]
+        return [entry for entry in entries if entry.get("kind") == "intent" and entry.get("call_id") not in finished]
 
     def close(self) -> None:
         """Nothing stays open between records; kept so callers can release a journal explicitly."""

@@ -19,8 +19,7 @@ from agent.events import LimitReached, UsageError
 if TYPE_CHECKING:
     from agent.state import ProjectState
 
-_EXTEND = re.compile(r"^\s*(?:extend|yes|y|continue)\b(?:\s*(?:by\s*)?\$?\s*(?P<amount>\d+(?:\.\d+)?))?",
-                     re.IGNORECASE)
+_EXTEND = re.compile(r"^\s*(?:extend|yes|y|continue)\b(?:\s*(?:by\s*)?\$?\s*(?P<amount>\d+(?:\.\d+)?))?", re.IGNORECASE)
 
 
 class Limits(BaseModel):
@@ -66,16 +65,18 @@ def check_limits(state: ProjectState) -> None:
         return
     budgets = [describe_budget(state, name) for name in names]
     latest = state.findings[-1].summary if state.findings else "no findings recorded yet"
-    raise LimitReached(Ask(
-        question=f"Budget reached ({'; '.join(budgets)}); extend?",
-        context=f"The run stopped before step {state.step} because a budget ran out. Answer 'extend' to "
-                "double it, 'extend N' to add N (steps, seconds or dollars), or raise it with "
-                "--max-steps / --max-wall-seconds / --max-cost-usd on resume.",
-        evidence=[*budgets, f"latest finding: {latest}"],
-        options=["extend", "extend N"],
-        hypothesis="The work is not finished; more budget lets it continue from where it stopped.",
-        question_kind="limit",
-    ))
+    raise LimitReached(
+        Ask(
+            question=f"Budget reached ({'; '.join(budgets)}); extend?",
+            context=f"The run stopped before step {state.step} because a budget ran out. Answer 'extend' to "
+            "double it, 'extend N' to add N (steps, seconds or dollars), or raise it with "
+            "--max-steps / --max-wall-seconds / --max-cost-usd on resume.",
+            evidence=[*budgets, f"latest finding: {latest}"],
+            options=["extend", "extend N"],
+            hypothesis="The work is not finished; more budget lets it continue from where it stopped.",
+            question_kind="limit",
+        )
+    )
 
 
 def extend_limits(state: ProjectState, answer: str) -> list[str] | None:
@@ -97,8 +98,12 @@ def extend_limits(state: ProjectState, answer: str) -> list[str] | None:
     return changed
 
 
-def set_limits(state: ProjectState, max_steps: int | None = None, max_wall_seconds: float | None = None,
-               max_cost_usd: float | None = None) -> list[str]:
+def set_limits(
+    state: ProjectState,
+    max_steps: int | None = None,
+    max_wall_seconds: float | None = None,
+    max_cost_usd: float | None = None,
+) -> list[str]:
     """Set budgets outright (command-line flags). Returns what changed, described for a finding; a value
     out of range is a :class:`UsageError` and changes nothing."""
     given = {"max_steps": max_steps, "max_wall_seconds": max_wall_seconds, "max_cost_usd": max_cost_usd}

@@ -30,10 +30,16 @@ ExitHandler = Callable[[ExitEvent, Question | None], None]
 
 
 class Agent:
-    def __init__(self, policy: Policy, registry: ToolRegistry, context: ToolContext, store: StateStore,
-                 on_exit: ExitHandler = lambda event, question: None,
-                 progress: Callable[[str], None] = lambda line: None,
-                 stuck: StuckDetector | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        registry: ToolRegistry,
+        context: ToolContext,
+        store: StateStore,
+        on_exit: ExitHandler = lambda event, question: None,
+        progress: Callable[[str], None] = lambda line: None,
+        stuck: StuckDetector | None = None,
+    ) -> None:
         self.policy, self.registry, self.context, self.store = policy, registry, context, store
         self.on_exit, self.progress = on_exit, progress
         self.stuck = stuck or StuckDetector()
@@ -94,50 +100,73 @@ class Agent:
         check_limits(self.state)
         observations = self.state.loop.observations
         nudge = self.stuck.check(self.state, observations)
-        answers = [item for item in self.state.questions
-                   if item.answer is not None and not item.seen_by_policy]
+        answers = [item for item in self.state.questions if item.answer is not None and not item.seen_by_policy]
         for question in answers:
             question.seen_by_policy = True
-        decision = self.policy.decide(PolicyView(
-            state=self.state, state_dir=self.store.state_dir, tool_schemas=self.registry.schemas(),
-            observations=observations, new_answers=answers, nudge=nudge))
+        decision = self.policy.decide(
+            PolicyView(
+                state=self.state,
+                state_dir=self.store.state_dir,
+                tool_schemas=self.registry.schemas(),
+                observations=observations,
+                new_answers=answers,
+                nudge=nudge,
+            )
+        )
         self.state.usage.add(decision.usage)
         pending = PendingStep(step=self.state.step, thought=decision.thought, actions=_unique_ids(decision.actions))
         self.state.loop.pending, self.state.loop.observations = pending, []
         self.store.save(self.state)  # the decision and the policy's memory are committed together
-        self.store.journal.record("decision", step=pending.step, thought=pending.thought,
-                                  actions=[action.model_dump(mode="json") for action in pending.actions])
+        self.store.journal.record(
+            "decision",
+            step=pending.step,
+            thought=pending.thought,
+            actions=[action.model_dump(mode="json") for action in pending.actions],
+        )
         return pending
 
     def _call(self, call: ToolCall, pending: PendingStep) -> Ask | None:
         """Run one call and save its result; returns the question when the tool needs approval."""
-        self.store.journal.record("intent", step=pending.step, call_id=call.id, tool=call.tool,
-                                  arguments=call.arguments)
+        self.store.journal.record(
+            "intent", step=pending.step, call_id=call.id, tool=call.tool, arguments=call.arguments
+        )
         shown = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
         self.progress(f"step {pending.step}: {call.tool} {shown[:120]}")
         ask = None
         try:
             result = self.registry.execute(call.tool, call.arguments, self.context)
         except NeedsApproval as request:
-            ask = Ask(question=f"{call.tool} needs approval: {request.reason}", evidence=request.evidence,
-                      options=request.options, context=f"tool call {call.tool} {call.arguments}",
-                      question_kind="approval")
-            result = ToolResult(tool=call.tool, ok=False, error=f"needs approval: {request.reason}; a human "
-                                "was asked, and the answer comes with the next decision")
+            ask = Ask(
+                question=f"{call.tool} needs approval: {request.reason}",
+                evidence=request.evidence,
+                options=request.options,
+                context=f"tool call {call.tool} {call.arguments}",
+                question_kind="approval",
+            )
+            result = ToolResult(
+                tool=call.tool,
+                ok=False,
+                error=f"needs approval: {request.reason}; a human "
+                "was asked, and the answer comes with the next decision",
+            )
         self.progress(f"  -> {'ok' if result.ok else 'error: ' + (result.error or '')[:160]}")
-        pending.results[call.id] = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments,
-                                               result=result)
+        pending.results[call.id] = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result)
         self.store.save(self.state)
-        self.store.journal.record("result", step=pending.step, call_id=call.id, tool=call.tool,
-                                  result=result.model_dump(mode="json"))
+        self.store.journal.record(
+            "result", step=pending.step, call_id=call.id, tool=call.tool, result=result.model_dump(mode="json")
+        )
         return ask
 
     def _close(self, pending: PendingStep) -> None:
         """End the step: its results become the next decision's observations."""
         for call in pending.calls():
             if call.id not in pending.results:  # planned after an ask or a call that needs approval
-                pending.results[call.id] = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments,
-                                                       result=ToolResult(tool=call.tool, ok=False, error=NOT_RUN))
+                pending.results[call.id] = Observation(
+                    call_id=call.id,
+                    tool=call.tool,
+                    arguments=call.arguments,
+                    result=ToolResult(tool=call.tool, ok=False, error=NOT_RUN),
+                )
         self.state.loop.pending = None
         self.state.loop.observations = [pending.results[call.id] for call in pending.calls()]
         self.state.step += 1
@@ -145,8 +174,13 @@ class Agent:
         self.store.save(self.state)
 
     def _exit(self, event: ExitEvent, question: Question | None) -> ExitEvent:
-        self.store.journal.record("event", event=event, step=self.state.step, status=self.state.status,
-                                  question_id=question.id if question else None)
+        self.store.journal.record(
+            "event",
+            event=event,
+            step=self.state.step,
+            status=self.state.status,
+            question_id=question.id if question else None,
+        )
         self.store.save(self.state)
         self.on_exit(event, question)  # notifications are recorded in the state, saved on the way out
         return event
@@ -156,8 +190,9 @@ def _unique_ids(actions: list[Action]) -> list[Action]:
     """Call ids key the results, so they must be unique: a repeated id gets its position appended."""
     unique: list[Action] = []
     for index, action in enumerate(actions):
-        if isinstance(action, ToolCall) and any(isinstance(other, ToolCall) and other.id == action.id
-                                                for other in unique):
+        if isinstance(action, ToolCall) and any(
+            isinstance(other, ToolCall) and other.id == action.id for other in unique
+        ):
             action = action.model_copy(update={"id": f"{action.id}-{index}"})
         unique.append(action)
     return unique

@@ -39,8 +39,12 @@ def _seconds_spelling(record: Any) -> Any:
     metrics = record.get("metrics") if isinstance(record, dict) else None
     if not isinstance(metrics, dict) or not isinstance(metrics.get("levels"), list):
         return record
-    levels = [{("duration_seconds" if key == "duration_s" else key): value for key, value in level.items()}
-              if isinstance(level, dict) else level for level in metrics["levels"]]
+    levels = [
+        {("duration_seconds" if key == "duration_s" else key): value for key, value in level.items()}
+        if isinstance(level, dict)
+        else level
+        for level in metrics["levels"]
+    ]
     return {**record, "metrics": {**metrics, "levels": levels}}
 
 

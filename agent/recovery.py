@@ -18,11 +18,15 @@ from agent.journal import Journal
 from agent.state import PendingStep, ProjectState
 from tools.base import ToolResult
 
-INTERRUPTED = ("interrupted: the agent stopped while this call was running, so its result was lost and "
-               "it may or may not have taken effect. Verify its effect (status, logs, files) before "
-               "repeating it.")
-NOT_RUN = ("not run: the step ended before this call (an earlier call was interrupted or needs approval, "
-           "or the decision asked a human first); decide again whether it is still needed.")
+INTERRUPTED = (
+    "interrupted: the agent stopped while this call was running, so its result was lost and "
+    "it may or may not have taken effect. Verify its effect (status, logs, files) before "
+    "repeating it."
+)
+NOT_RUN = (
+    "not run: the step ended before this call (an earlier call was interrupted or needs approval, "
+    "or the decision asked a human first); decide again whether it is still needed."
+)
 
 
 def recover_pending_step(state: ProjectState, journal: Journal) -> list[str]:
@@ -32,10 +36,16 @@ def recover_pending_step(state: ProjectState, journal: Journal) -> list[str]:
         return []
     entries = journal.records()
     if not any(entry.get("kind") == "decision" and entry.get("step") == pending.step for entry in entries):
-        journal.record("decision", step=pending.step, thought=pending.thought,
-                       actions=[action.model_dump(mode="json") for action in pending.actions], recovered=True)
-    started = {entry.get("call_id") for entry in entries
-               if entry.get("kind") == "intent" and entry.get("step") == pending.step}
+        journal.record(
+            "decision",
+            step=pending.step,
+            thought=pending.thought,
+            actions=[action.model_dump(mode="json") for action in pending.actions],
+            recovered=True,
+        )
+    started = {
+        entry.get("call_id") for entry in entries if entry.get("kind") == "intent" and entry.get("step") == pending.step
+    }
     journaled = {entry.get("call_id") for entry in entries if entry.get("kind") == "result"}
     notes: list[str] = []
     cut_short = False
@@ -52,8 +62,13 @@ def recover_pending_step(state: ProjectState, journal: Journal) -> list[str]:
             continue  # never started: the loop runs it now
         message, interrupted = (NOT_RUN, False) if cut_short else (INTERRUPTED, True)
         cut_short = True
-        observation = Observation(call_id=action.id, tool=action.tool, arguments=action.arguments,
-                                  result=ToolResult(tool=action.tool, ok=False, error=message), interrupted=interrupted)
+        observation = Observation(
+            call_id=action.id,
+            tool=action.tool,
+            arguments=action.arguments,
+            result=ToolResult(tool=action.tool, ok=False, error=message),
+            interrupted=interrupted,
+        )
         pending.results[action.id] = observation
         if action.id not in journaled:  # a crash during an earlier recovery may have journaled it already
             _journal_result(journal, pending, observation)
@@ -62,6 +77,12 @@ def recover_pending_step(state: ProjectState, journal: Journal) -> list[str]:
 
 
 def _journal_result(journal: Journal, pending: PendingStep, observation: Observation) -> None:
-    journal.record("result", step=pending.step, call_id=observation.call_id, tool=observation.tool,
-                   interrupted=observation.interrupted, result=observation.result.model_dump(mode="json"),
-                   recovered=True)
+    journal.record(
+        "result",
+        step=pending.step,
+        call_id=observation.call_id,
+        tool=observation.tool,
+        interrupted=observation.interrupted,
+        result=observation.result.model_dump(mode="json"),
+        recovered=True,
+    )

@@ -19,14 +19,17 @@ from tools.redact import MASK, SECRET_WORDS, is_secret_name, known_secret_values
 
 # Whitespace as it appears inside JSON strings: raw, or escaped as \t \n \r.
 _SPACE = r"(?:\s|\\[tnr])"
-_ASSIGNED = (rf"(?:api[_-]?key|token|secret|password|passwd)[\"'\\]*{_SPACE}*[:=]{_SPACE}*[\"'\\]*"
-             r"(?!\[redacted\])[^\s\"',;&]{6}")
+_ASSIGNED = (
+    rf"(?:api[_-]?key|token|secret|password|passwd)[\"'\\]*{_SPACE}*[:=]{_SPACE}*[\"'\\]*"
+    r"(?!\[redacted\])[^\s\"',;&]{6}"
+)
 
 # Substrings to look for in the lower-cased text, each with the probe (a superset of a pattern of
 # tools.redact) tried where it occurs, and whether it may be part of a secret-looking key. Together
 # the key anchors cover every word of SECRET_WORDS.
 _ANCHORS: list[tuple[str, re.Pattern[str] | None, bool]] = [
-    (anchor, re.compile(probe) if probe else None, key) for anchor, probe, key in (
+    (anchor, re.compile(probe) if probe else None, key)
+    for anchor, probe, key in (
         ("sk-", r"sk-[a-z0-9_\-]{8}", False),
         ("hf_", r"hf_[a-z0-9]{16}", False),
         ("xox", r"xox[abposr]-[a-z0-9\-]{10}", False),
@@ -44,7 +47,8 @@ _ANCHORS: list[tuple[str, re.Pattern[str] | None, bool]] = [
         ("cookie", None, True),
         ("private", None, True),
         ("sessionid", None, True),
-    )]
+    )
+]
 assert all(any(anchor in word for anchor, _, key in _ANCHORS if key) for word in SECRET_WORDS)
 
 
@@ -81,7 +85,7 @@ def _in_secret_key(text: str, position: int) -> bool:
     closing = text.find('"', position)
     if opening == -1 or closing == -1:
         return False
-    key = text[opening + 1:closing]
+    key = text[opening + 1 : closing]
     if "\\" in key:
         return True
     if not text.startswith('":', closing) or not is_secret_name(key):

@@ -35,8 +35,9 @@ def render_status(state: ProjectState, state_dir: Path, holder_pid: int | None =
     if state.benchmarks:
         sections += ["## Benchmarks", benchmark_table(state.benchmarks)]
     if state.patches:
-        patches = [f"- `{patch.id}` {patch.path}" + (" (reverted)" if patch.reverted else "")
-                   for patch in state.patches]
+        patches = [
+            f"- `{patch.id}` {patch.path}" + (" (reverted)" if patch.reverted else "") for patch in state.patches
+        ]
         sections += ["## Patches", "\n".join(patches)]
     sections += ["## Open questions", _questions(state, state_dir)]
     sections += ["## Next steps", "\n".join(f"1. {step}" for step in state.next_steps) or "None recorded."]
@@ -46,8 +47,10 @@ def render_status(state: ProjectState, state_dir: Path, holder_pid: int | None =
 
 def render_report(state: ProjectState, state_dir: Path) -> str:
     """What a run prints when it stops: the outcome, the open question, and what to do next."""
-    lines = [f"{state.status.upper()}: {state.goal} (run {state.run_id}, {state.step} steps, "
-             f"{state.usage.wall_seconds:.0f} s, ${state.usage.cost_usd:.2f})"]
+    lines = [
+        f"{state.status.upper()}: {state.goal} (run {state.run_id}, {state.step} steps, "
+        f"{state.usage.wall_seconds:.0f} s, ${state.usage.cost_usd:.2f})"
+    ]
     if state.summary:
         lines += ["", state.summary]
     if state.benchmarks:
@@ -90,14 +93,21 @@ def _hardware(state: ProjectState) -> str:
     environment = state.environment
     if not environment.probed_at and not environment.gpus:
         return "Not probed yet."
-    lines = [f"- GPU {gpu.index}: {gpu.name}, compute capability {gpu.compute_capability or '?'}, "
-             f"{gpu.memory_total_mib / 1024:.0f} GiB" for gpu in environment.gpus]
+    lines = [
+        f"- GPU {gpu.index}: {gpu.name}, compute capability {gpu.compute_capability or '?'}, "
+        f"{gpu.memory_total_mib / 1024:.0f} GiB"
+        for gpu in environment.gpus
+    ]
     if environment.gpu_probe_error:
         lines.append(f"- GPU probe: {environment.gpu_probe_error}")
-    lines.append(f"- Interconnect: {environment.interconnect}; driver {environment.driver_version or '?'}, "
-                 f"CUDA {environment.cuda_version or '?'}")
-    lines.append(f"- CPU: {environment.cpu_model or '?'} ({environment.cpu_cores or '?'} cores), RAM "
-                 f"{environment.ram_gib or '?'} GiB, free disk {environment.disk_free_gib or '?'} GiB")
+    lines.append(
+        f"- Interconnect: {environment.interconnect}; driver {environment.driver_version or '?'}, "
+        f"CUDA {environment.cuda_version or '?'}"
+    )
+    lines.append(
+        f"- CPU: {environment.cpu_model or '?'} ({environment.cpu_cores or '?'} cores), RAM "
+        f"{environment.ram_gib or '?'} GiB, free disk {environment.disk_free_gib or '?'} GiB"
+    )
     scenario = state.run.simulated_scenario
     if scenario:
         lines.append(f"- Simulated host: scenario {scenario}")
@@ -115,9 +125,16 @@ def _software(state: ProjectState) -> str:
 def _model(state: ProjectState) -> str:
     model = state.model
     size = f"{model.size_gib} GiB" if model.size_gib else None
-    facts = {"name": model.name, "path": model.path, "size": size,
-             "architecture": model.architecture, "layers": model.num_layers, "experts": model.num_experts,
-             "attention": model.attention, "quantization": model.quantization}
+    facts = {
+        "name": model.name,
+        "path": model.path,
+        "size": size,
+        "architecture": model.architecture,
+        "layers": model.num_layers,
+        "experts": model.num_experts,
+        "attention": model.attention,
+        "quantization": model.quantization,
+    }
     known = [f"- {key}: {value}" for key, value in facts.items() if value is not None]
     return "\n".join(known) or "Not known yet."
 
@@ -137,17 +154,21 @@ def _findings(state: ProjectState, state_dir: Path) -> str:
 def _history_line(state: ProjectState, state_dir: Path) -> str:
     """Where the history the document no longer holds is: the journal's ``history`` records."""
     moved = ", ".join(f"{count} {name}" for name, count in sorted(state.history.moved.items()))
-    return (f"(Earlier history, {moved}, is in `{state_dir / state.history.journal}`, as records of kind "
-            "`history`; this note holds pinned findings and the most recent ones.)")
+    return (
+        f"(Earlier history, {moved}, is in `{state_dir / state.history.journal}`, as records of kind "
+        "`history`; this note holds pinned findings and the most recent ones.)"
+    )
 
 
 def _processes(state: ProjectState) -> str:
     live = [record for record in state.processes if record.state not in ("exited", "stopped")]
     if not live:
         return "Nothing the agent started is running."
-    return "\n".join(f"- {record.name} ({record.kind}): {record.state}, PID {record.pid}"
-                     f"{f', port {record.port}' if record.port else ''}, log `{record.log_path}`"
-                     for record in live)
+    return "\n".join(
+        f"- {record.name} ({record.kind}): {record.state}, PID {record.pid}"
+        f"{f', port {record.port}' if record.port else ''}, log `{record.log_path}`"
+        for record in live
+    )
 
 
 def render_question(question: Question, state_dir: Path) -> str:
@@ -174,7 +195,9 @@ def _questions(state: ProjectState, state_dir: Path) -> str:
 
 def _budget(state: ProjectState) -> str:
     usage, limits = state.usage, state.limits
-    return (f"{state.step} of {limits.max_steps} steps, {usage.wall_seconds:.0f} of "
-            f"{limits.max_wall_seconds:.0f} s, ${usage.cost_usd:.2f} of ${limits.max_cost_usd:.2f}; "
-            f"{usage.model_calls} model calls, {usage.input_tokens} input / {usage.output_tokens} "
-            "output tokens.")
+    return (
+        f"{state.step} of {limits.max_steps} steps, {usage.wall_seconds:.0f} of "
+        f"{limits.max_wall_seconds:.0f} s, ${usage.cost_usd:.2f} of ${limits.max_cost_usd:.2f}; "
+        f"{usage.model_calls} model calls, {usage.input_tokens} input / {usage.output_tokens} "
+        "output tokens."
+    )

@@ -149,13 +149,19 @@ class ProjectState(Document):
 
     def add_finding(self, summary: str, evidence: list[str] | None = None, pinned: bool = False) -> Finding:
         self.history.findings_recorded += 1
-        finding = Finding(step=self.step, summary=summary, evidence=list(evidence or []), pinned=pinned,
-                          number=self.history.findings_recorded)
+        finding = Finding(
+            step=self.step,
+            summary=summary,
+            evidence=list(evidence or []),
+            pinned=pinned,
+            number=self.history.findings_recorded,
+        )
         self.findings.append(finding)
         return finding
 
-    def upsert_task(self, task_id: str, title: str | None = None, status: TaskStatus | None = None,
-                    notes: str | None = None) -> Task:
+    def upsert_task(
+        self, task_id: str, title: str | None = None, status: TaskStatus | None = None, notes: str | None = None
+    ) -> Task:
         for task in self.tasks:
             if task.id == task_id:
                 if title is not None:
@@ -175,8 +181,9 @@ class ProjectState(Document):
     def next_id(self, prefix: str, existing: list[str]) -> str:
         """``prefix`` and one more than the highest number among the ``existing`` ids with that prefix
         (the list may have lost its oldest entries to the journal, never its newest)."""
-        numbers = [int(item[len(prefix):]) for item in existing
-                   if item.startswith(prefix) and item[len(prefix):].isdigit()]
+        numbers = [
+            int(item[len(prefix) :]) for item in existing if item.startswith(prefix) and item[len(prefix) :].isdigit()
+        ]
         return f"{prefix}{max(numbers, default=0) + 1}"
 
     def take_approval(self, evidence_line: str, approving_answers: tuple[str, ...]) -> str | None:

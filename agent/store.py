@@ -60,8 +60,10 @@ class StateStore:
             if path == self.latest_path and self.previous_path.exists():
                 try:
                     previous = read_state(self.previous_path)
-                    hint = (f"; {self.previous_path} is usable (step {previous.step}, saved "
-                            f"{previous.updated_at}): copy it over {path.name} to go back to it")
+                    hint = (
+                        f"; {self.previous_path} is usable (step {previous.step}, saved "
+                        f"{previous.updated_at}): copy it over {path.name} to go back to it"
+                    )
                 except StateFileError:
                     hint = f"; {self.previous_path} is not usable either"
             raise StateFileError(f"{error}{hint}") from None
@@ -81,8 +83,10 @@ class StateStore:
             try:
                 self._write(data)
             except OSError as error:
-                raise StateWriteError(f"cannot write the state in {self.state_dir}: {error.strerror or error}; "
-                                      f"the last complete {LATEST_FILE} is untouched") from error
+                raise StateWriteError(
+                    f"cannot write the state in {self.state_dir}: {error.strerror or error}; "
+                    f"the last complete {LATEST_FILE} is untouched"
+                ) from error
             self._last_saved = (state.updated_at, serialized)
 
     def _write(self, data: bytes) -> None:
@@ -146,21 +150,24 @@ def read_state(path: Path) -> ProjectState:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
-        raise StateFileError(f"state file {path} is not valid JSON ({error}); "
-                             "it was left untouched") from None
+        raise StateFileError(f"state file {path} is not valid JSON ({error}); it was left untouched") from None
     if not isinstance(document, dict):
         raise StateFileError(f"state file {path} does not hold a JSON object; it was left untouched")
     version = document.get("schema_version")
     if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise StateFileError(f"state file {path} has schema version {version}, newer than this agent's "
-                             f"{SCHEMA_VERSION}; upgrade opsloop to read it")
+        raise StateFileError(
+            f"state file {path} has schema version {version}, newer than this agent's "
+            f"{SCHEMA_VERSION}; upgrade opsloop to read it"
+        )
     try:
         return ProjectState.model_validate(migrate(document, SCHEMA_VERSION))
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(root)"
-        raise StateFileError(f"state file {path} is not a valid state document ({where}: {first['msg']}; "
-                             f"{error.error_count()} problem(s)); it was left untouched") from None
+        raise StateFileError(
+            f"state file {path} is not a valid state document ({where}: {first['msg']}; "
+            f"{error.error_count()} problem(s)); it was left untouched"
+        ) from None
 
 
 def _stamp(updated_at: str) -> str:

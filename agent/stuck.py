@@ -34,21 +34,34 @@ def state_fingerprint(state: ProjectState) -> str:
     growing lists by their newest entry (numbered or with an id, so a new entry always differs; old
     ones move to the journal), the small mutable parts whole. (Timestamps, the step counter, usage and
     the loop's bookkeeping change every step without meaning progress.)"""
-    return _digest({
-        "findings": _newest(state.findings), "benchmarks": _newest(state.benchmarks),
-        "patches": _newest(state.patches),
-        "tasks": [task.model_dump(mode="json") for task in state.tasks], "next_steps": state.next_steps,
-        "processes": [(record.name, record.pid, record.state, record.exit_code) for record in state.processes],
-        "questions": [(question.id, question.answer) for question in state.questions],
-        "status": state.status, "summary": state.summary, "model": state.model.model_dump(mode="json"),
-        "probed_at": state.environment.probed_at,
-    })
+    return _digest(
+        {
+            "findings": _newest(state.findings),
+            "benchmarks": _newest(state.benchmarks),
+            "patches": _newest(state.patches),
+            "tasks": [task.model_dump(mode="json") for task in state.tasks],
+            "next_steps": state.next_steps,
+            "processes": [(record.name, record.pid, record.state, record.exit_code) for record in state.processes],
+            "questions": [(question.id, question.answer) for question in state.questions],
+            "status": state.status,
+            "summary": state.summary,
+            "model": state.model.model_dump(mode="json"),
+            "probed_at": state.environment.probed_at,
+        }
+    )
 
 
 def observations_fingerprint(observations: list[Observation]) -> str:
-    return _digest([{"tool": item.tool, "arguments": item.arguments,
-                     "result": item.result.model_dump(mode="json", exclude=_VOLATILE_RESULT_FIELDS)}
-                    for item in observations])
+    return _digest(
+        [
+            {
+                "tool": item.tool,
+                "arguments": item.arguments,
+                "result": item.result.model_dump(mode="json", exclude=_VOLATILE_RESULT_FIELDS),
+            }
+            for item in observations
+        ]
+    )
 
 
 class StuckDetector:
@@ -71,16 +84,20 @@ class StuckDetector:
             return None
         if not self._nudged:
             self._nudged = True
-            return (f"You seem to be stuck: {reason}. Do something different: check your assumptions, "
-                    "try another approach, or ask the human with the evidence you have.")
-        raise Blocked(Ask(
-            question=f"The run seems stuck ({reason}) and a nudge did not help. How should it proceed?",
-            context="The policy kept going without new information after being told it was repeating itself.",
-            evidence=[_describe(item) for item in observations][-5:],
-            options=["a hint or instruction for the next step", "continue anyway"],
-            hypothesis="The policy lacks information or a remedy it cannot find on its own.",
-            question_kind="stuck",
-        ))
+            return (
+                f"You seem to be stuck: {reason}. Do something different: check your assumptions, "
+                "try another approach, or ask the human with the evidence you have."
+            )
+        raise Blocked(
+            Ask(
+                question=f"The run seems stuck ({reason}) and a nudge did not help. How should it proceed?",
+                context="The policy kept going without new information after being told it was repeating itself.",
+                evidence=[_describe(item) for item in observations][-5:],
+                options=["a hint or instruction for the next step", "continue anyway"],
+                hypothesis="The policy lacks information or a remedy it cannot find on its own.",
+                question_kind="stuck",
+            )
+        )
 
     def _observe(self, state: ProjectState, observations: list[Observation]) -> str | None:
         calls = observations_fingerprint(observations)

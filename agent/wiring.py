@@ -49,10 +49,13 @@ def build_tool_settings(config: AgentConfig, time_scale: float = 1.0) -> ToolSet
     """The tools' effective settings: the working directory is always a write root, and waiting thresholds
     follow the host's clock (see Host.time_scale)."""
     tools = config.tools
-    return tools.model_copy(update={
-        "allowed_write_roots": [Path.cwd(), *(root.expanduser() for root in tools.allowed_write_roots)],
-        "load_timeout_seconds": max(tools.load_timeout_seconds / time_scale, 30.0),
-        "hang_after_seconds": max(tools.hang_after_seconds / time_scale, 3.0)})
+    return tools.model_copy(
+        update={
+            "allowed_write_roots": [Path.cwd(), *(root.expanduser() for root in tools.allowed_write_roots)],
+            "load_timeout_seconds": max(tools.load_timeout_seconds / time_scale, 30.0),
+            "hang_after_seconds": max(tools.hang_after_seconds / time_scale, 3.0),
+        }
+    )
 
 
 def build_policy(name: str, config: AgentConfig, progress: Progress, *, simulated: bool = False) -> Policy:
@@ -85,19 +88,32 @@ def reconcile(state: ProjectState, host: Host, progress: Progress) -> None:
         progress(note)
 
 
-def build_agent(state: ProjectState, store: StateStore, config: AgentConfig, progress: Progress,
-                on_exit: ExitHandler, registry: ToolRegistry | None = None,
-                host: Host | None = None) -> Agent:
+def build_agent(
+    state: ProjectState,
+    store: StateStore,
+    config: AgentConfig,
+    progress: Progress,
+    on_exit: ExitHandler,
+    registry: ToolRegistry | None = None,
+    host: Host | None = None,
+) -> Agent:
     """Everything a run needs, from the state (which records the policy and host) and the config."""
     host = host or build_host(state, store.state_dir)
-    policy = build_policy(state.run.policy or "runbook", config, progress,
-                          simulated=state.run.simulated_scenario is not None)
-    context = ToolContext(state=state, state_dir=store.state_dir, host=host,
-                          settings=build_tool_settings(config, host.time_scale),
-                          checkpoint=lambda: store.save(state), progress=progress)
+    policy = build_policy(
+        state.run.policy or "runbook", config, progress, simulated=state.run.simulated_scenario is not None
+    )
+    context = ToolContext(
+        state=state,
+        state_dir=store.state_dir,
+        host=host,
+        settings=build_tool_settings(config, host.time_scale),
+        checkpoint=lambda: store.save(state),
+        progress=progress,
+    )
     stuck = StuckDetector(repeat_limit=config.stuck.repeat_limit, idle_limit=config.stuck.idle_limit)
-    return Agent(policy, registry or default_registry(), context, store, on_exit=on_exit, progress=progress,
-                 stuck=stuck)
+    return Agent(
+        policy, registry or default_registry(), context, store, on_exit=on_exit, progress=progress, stuck=stuck
+    )
 
 
 @dataclass
@@ -122,8 +138,9 @@ class ToolSession:
 
 
 @contextmanager
-def tool_session(state_dir: Path, config: AgentConfig, *, goal: str, sim: str | None = None,
-                 progress: Progress = lambda line: None) -> Iterator[ToolSession]:
+def tool_session(
+    state_dir: Path, config: AgentConfig, *, goal: str, sim: str | None = None, progress: Progress = lambda line: None
+) -> Iterator[ToolSession]:
     """Hold the directory's lock (a running agent is never raced), load its state or start one for
     ``goal`` (on the simulated host ``sim``, which must match the state's), and build the tool context."""
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -132,17 +149,23 @@ def tool_session(state_dir: Path, config: AgentConfig, *, goal: str, sim: str | 
         if store.exists():
             state = store.load()
             if sim is not None and state.run.simulated_scenario not in (None, sim):
-                raise UsageError(f"this state directory belongs to a run on scenario "
-                                 f"{state.run.simulated_scenario!r}, not {sim!r}")
+                raise UsageError(
+                    f"this state directory belongs to a run on scenario {state.run.simulated_scenario!r}, not {sim!r}"
+                )
         else:
             state = ProjectState(goal=goal)
             progress(f"no state in {state_dir}; creating one for {goal}")
         if sim is not None:
             state.run.simulated_scenario = sim
         host = build_host(state, state_dir)
-        context = ToolContext(state=state, state_dir=state_dir, host=host, progress=progress,
-                              settings=build_tool_settings(config, host.time_scale),
-                              checkpoint=lambda: store.save(state))
+        context = ToolContext(
+            state=state,
+            state_dir=state_dir,
+            host=host,
+            progress=progress,
+            settings=build_tool_settings(config, host.time_scale),
+            checkpoint=lambda: store.save(state),
+        )
         try:
             yield ToolSession(store, state, context)
         finally:

@@ -37,22 +37,28 @@ INPUT_LEN = 64
 def cpu_costs(runner: Runner, server: RunningServer, options: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     long = runner(server.url, Load(options.concurrency, options.requests, INPUT_LEN, options.long_tokens), scratch)
     base = runner(server.url, Load(options.concurrency, options.requests, INPUT_LEN, options.short_tokens), scratch)
-    many = runner(server.url, Load(options.concurrency, options.many_requests, INPUT_LEN, options.short_tokens),
-                  scratch)
+    many = runner(
+        server.url, Load(options.concurrency, options.many_requests, INPUT_LEN, options.short_tokens), scratch
+    )
     runs = [long, base, many]
     failed = sum(run.load.num_prompts - run.completed for run in runs)
     per_token = (long.cpu_seconds - base.cpu_seconds) / max(long.output_tokens - base.output_tokens, 1)
     per_request = (many.cpu_seconds - base.cpu_seconds) / max(many.completed - base.completed, 1)
-    return {"runs": [run.summary() for run in runs], "failed_requests": failed,
-            "cpu_us_per_token": round(per_token * 1e6, 2), "cpu_us_per_request": round(per_request * 1e6, 1),
-            "cpu_us_per_request_excluding_tokens": round((per_request - options.short_tokens * per_token) * 1e6, 1)}
+    return {
+        "runs": [run.summary() for run in runs],
+        "failed_requests": failed,
+        "cpu_us_per_token": round(per_token * 1e6, 2),
+        "cpu_us_per_request": round(per_request * 1e6, 1),
+        "cpu_us_per_request_excluding_tokens": round((per_request - options.short_tokens * per_token) * 1e6, 1),
+    }
 
 
 def request_rate(runner: Runner, options: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     with stream_server(0.0, 0.0) as server:
         before = server.cpu_seconds()
-        run = runner(server.url, Load(options.rate_concurrency, options.rate_requests, 16, options.short_tokens),
-                     scratch)
+        run = runner(
+            server.url, Load(options.rate_concurrency, options.rate_requests, 16, options.short_tokens), scratch
+        )
         server_cpu = server.cpu_seconds() - before
     duration = run.completed / run.request_throughput if run.request_throughput else run.wall_seconds
     return {**run.summary(), "server_cpu_share": round(server_cpu / duration, 2) if duration else None}
@@ -60,19 +66,25 @@ def request_rate(runner: Runner, options: argparse.Namespace, scratch: Path) -> 
 
 def accuracy(runner: Runner, options: argparse.Namespace, scratch: Path) -> dict[str, Any]:
     with stream_server(options.ttft_ms, options.itl_ms) as server:
-        run = runner(server.url, Load(options.accuracy_concurrency, options.accuracy_requests, INPUT_LEN,
-                                      options.accuracy_tokens), scratch)
+        run = runner(
+            server.url,
+            Load(options.accuracy_concurrency, options.accuracy_requests, INPUT_LEN, options.accuracy_tokens),
+            scratch,
+        )
         truth = server.stats()
 
     def error(measured: float | None, reference: float | None) -> float | None:
         return None if measured is None or reference is None else round(measured - reference, 3)
 
-    return {**run.summary(), "server_ttft_ms_median": truth["ttft_ms_median"],
-            "server_itl_ms_median": truth["itl_ms_median"],
-            "ttft_error_ms": error(run.ttft_median_ms, truth["ttft_ms_median"]),
-            "itl_error_ms": error(run.itl_median_ms, truth["itl_ms_median"]),
-            "ttft_error_vs_configured_ms": error(run.ttft_median_ms, options.ttft_ms),
-            "itl_error_vs_configured_ms": error(run.itl_median_ms, options.itl_ms)}
+    return {
+        **run.summary(),
+        "server_ttft_ms_median": truth["ttft_ms_median"],
+        "server_itl_ms_median": truth["itl_ms_median"],
+        "ttft_error_ms": error(run.ttft_median_ms, truth["ttft_ms_median"]),
+        "itl_error_ms": error(run.itl_median_ms, truth["itl_ms_median"]),
+        "ttft_error_vs_configured_ms": error(run.ttft_median_ms, options.ttft_ms),
+        "itl_error_vs_configured_ms": error(run.itl_median_ms, options.itl_ms),
+    }
 
 
 def measure(runner: Runner, options: argparse.Namespace, scratch: Path) -> dict[str, Any]:
@@ -82,24 +94,38 @@ def measure(runner: Runner, options: argparse.Namespace, scratch: Path) -> dict[
 
 
 def comparison(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
-    throughput_gap = ratio(ours["accuracy"]["output_throughput"] - theirs["accuracy"]["output_throughput"],
-                           theirs["accuracy"]["output_throughput"], 4)
+    throughput_gap = ratio(
+        ours["accuracy"]["output_throughput"] - theirs["accuracy"]["output_throughput"],
+        theirs["accuracy"]["output_throughput"],
+        4,
+    )
     token_ratio = ratio(theirs["cpu"]["cpu_us_per_token"], ours["cpu"]["cpu_us_per_token"])
-    return {"cpu_per_token_sglang_over_opsloop": token_ratio,
-            "cpu_per_request_sglang_over_opsloop": ratio(theirs["cpu"]["cpu_us_per_request"],
-                                                         ours["cpu"]["cpu_us_per_request"]),
-            "request_rate_opsloop_over_sglang": ratio(ours["rate"]["request_throughput"],
-                                                      theirs["rate"]["request_throughput"]),
-            "output_throughput_gap": throughput_gap,
-            "targets": {"cpu_per_token_ratio_min": 2.0, "cpu_met": token_ratio is not None and token_ratio >= 2.0,
-                        "throughput_gap_max": 0.03,
-                        "throughput_met": throughput_gap is not None and abs(throughput_gap) <= 0.03}}
+    return {
+        "cpu_per_token_sglang_over_opsloop": token_ratio,
+        "cpu_per_request_sglang_over_opsloop": ratio(
+            theirs["cpu"]["cpu_us_per_request"], ours["cpu"]["cpu_us_per_request"]
+        ),
+        "request_rate_opsloop_over_sglang": ratio(
+            ours["rate"]["request_throughput"], theirs["rate"]["request_throughput"]
+        ),
+        "output_throughput_gap": throughput_gap,
+        "targets": {
+            "cpu_per_token_ratio_min": 2.0,
+            "cpu_met": token_ratio is not None and token_ratio >= 2.0,
+            "throughput_gap_max": 0.03,
+            "throughput_met": throughput_gap is not None and abs(throughput_gap) <= 0.03,
+        },
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reference", choices=["auto", "skip"], default="auto",
-                        help="auto: compare with sglang.bench_serving (creating its environment if needed)")
+    parser.add_argument(
+        "--reference",
+        choices=["auto", "skip"],
+        default="auto",
+        help="auto: compare with sglang.bench_serving (creating its environment if needed)",
+    )
     parser.add_argument("--sglang-venv", type=Path, default=None, help=f"Default: {default_venv()}")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--stream-itl-ms", type=float, default=2.0, help="Token spacing in the CPU runs")
@@ -118,8 +144,11 @@ def main(argv: list[str] | None = None) -> None:
     if not (options.many_requests > options.requests > 0 and options.long_tokens > options.short_tokens > 1):
         parser.error("need --many-requests > --requests > 0 and --long-tokens > --short-tokens > 1")
     started = time.perf_counter()
-    result: dict[str, Any] = {"benchmark": "bench_client", "server": "benchmarks.stream_server (loopback)",
-                              "endpoint": "/v1/completions"}
+    result: dict[str, Any] = {
+        "benchmark": "bench_client",
+        "server": "benchmarks.stream_server (loopback)",
+        "endpoint": "/v1/completions",
+    }
     with tempfile.TemporaryDirectory(prefix="opsloop-client-bench-") as scratch:
         directory = Path(scratch)
         note("opsloop client")
@@ -140,9 +169,13 @@ def main(argv: list[str] | None = None) -> None:
                 result["sglang"] = {"version": SGLANG_VERSION, **measure(sglang, options, directory)}
                 result["comparison"] = comparison(result["opsloop"], result["sglang"])
     accuracy_ours = result["opsloop"]["accuracy"]
-    result["accuracy_target"] = {"max_error_ms": 1.0, "met": all(
-        value is not None and abs(value) <= 1.0 for value in (accuracy_ours["ttft_error_ms"],
-                                                              accuracy_ours["itl_error_ms"]))}
+    result["accuracy_target"] = {
+        "max_error_ms": 1.0,
+        "met": all(
+            value is not None and abs(value) <= 1.0
+            for value in (accuracy_ours["ttft_error_ms"], accuracy_ours["itl_error_ms"])
+        ),
+    }
     result["wall_seconds"] = round(time.perf_counter() - started, 1)
     result["machine"] = machine()
     emit(result)

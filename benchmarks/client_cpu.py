@@ -22,9 +22,15 @@ from typing import Any
 def _opsloop(options: argparse.Namespace) -> tuple[int, int]:
     from tools.bench.runner import BenchParams, run_sweep
 
-    params = BenchParams(base_url=options.base_url, model="m", concurrency=[options.concurrency],
-                         num_prompts=options.num_prompts, input_len=options.input_len,
-                         output_len=options.output_len, warmup_requests=0)
+    params = BenchParams(
+        base_url=options.base_url,
+        model="m",
+        concurrency=[options.concurrency],
+        num_prompts=options.num_prompts,
+        input_len=options.input_len,
+        output_len=options.output_len,
+        warmup_requests=0,
+    )
     level = asyncio.run(run_sweep(params)).levels[0]
     return level.output_tokens, level.completed
 
@@ -34,8 +40,10 @@ async def _aiohttp_one(url: str, payload: dict[str, Any]) -> int:
 
     started, last, tokens, text = time.perf_counter(), 0.0, 0, ""
     itl: list[float] = []
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session, \
-            session.post(url, json=payload) as response:
+    async with (
+        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session,
+        session.post(url, json=payload) as response,
+    ):
         async for chunk_bytes in response.content:
             chunk_bytes = chunk_bytes.strip()
             if not chunk_bytes:
@@ -63,9 +71,15 @@ def _aiohttp(options: argparse.Namespace) -> tuple[int, int]:
 
         async def bounded(index: int) -> int:
             prompt = f"{index}: " + "word " * options.input_len
-            payload = {"model": "m", "messages": [{"role": "user", "content": prompt}],
-                       "max_tokens": options.output_len, "temperature": 0.0, "stream": True, "ignore_eos": True,
-                       "stream_options": {"include_usage": True}}
+            payload = {
+                "model": "m",
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": options.output_len,
+                "temperature": 0.0,
+                "stream": True,
+                "ignore_eos": True,
+                "stream_options": {"include_usage": True},
+            }
             async with limit:
                 return await _aiohttp_one(url, payload)
 
@@ -91,9 +105,18 @@ def main() -> None:
     cpu_before, wall_before = time.process_time(), time.perf_counter()
     tokens, completed = (_opsloop if options.client == "opsloop" else _aiohttp)(options)
     cpu, wall = time.process_time() - cpu_before, time.perf_counter() - wall_before
-    print(json.dumps({"client": options.client, "completed": completed, "output_tokens": tokens,
-                      "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
-                      "cpu_us_per_token": round(cpu / max(tokens, 1) * 1e6, 2)}))
+    print(
+        json.dumps(
+            {
+                "client": options.client,
+                "completed": completed,
+                "output_tokens": tokens,
+                "cpu_seconds": round(cpu, 3),
+                "wall_seconds": round(wall, 3),
+                "cpu_us_per_token": round(cpu / max(tokens, 1) * 1e6, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -50,10 +50,13 @@ def summary_ms(seconds: Sequence[float], digits: int = 3) -> dict[str, float | i
     """Median, p99, mean and max of durations given in seconds, in milliseconds."""
     if not seconds:
         return {"count": 0}
-    return {"median_ms": round(percentile(seconds, 0.5) * 1000, digits),
-            "p99_ms": round(percentile(seconds, 0.99) * 1000, digits),
-            "mean_ms": round(sum(seconds) / len(seconds) * 1000, digits),
-            "max_ms": round(max(seconds) * 1000, digits), "count": len(seconds)}
+    return {
+        "median_ms": round(percentile(seconds, 0.5) * 1000, digits),
+        "p99_ms": round(percentile(seconds, 0.99) * 1000, digits),
+        "mean_ms": round(sum(seconds) / len(seconds) * 1000, digits),
+        "max_ms": round(max(seconds) * 1000, digits),
+        "count": len(seconds),
+    }
 
 
 def ratio(numerator: float | None, denominator: float | None, digits: int = 3) -> float | None:
@@ -75,14 +78,22 @@ def machine() -> dict[str, Any]:
     memory_gib: float | None = None
     with contextlib.suppress(ValueError, OSError):
         memory_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    return {"cpu_cores": os.cpu_count(), "cpu_model": model, "memory_gib": memory_gib,
-            "python": platform.python_version(), "system": platform.system()}
+    return {
+        "cpu_cores": os.cpu_count(),
+        "cpu_model": model,
+        "memory_gib": memory_gib,
+        "python": platform.python_version(),
+        "system": platform.system(),
+    }
 
 
 def child_environment(**extra: str) -> dict[str, str]:
     """The environment for a child agent or client: this one without policy/config/keys, repo importable."""
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in _INFLUENTIAL and not name.startswith(_INFLUENTIAL_PREFIXES)}
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _INFLUENTIAL and not name.startswith(_INFLUENTIAL_PREFIXES)
+    }
     environment["PYTHONPATH"] = str(REPO_ROOT)
     environment.update(extra)
     return environment

@@ -48,14 +48,20 @@ class EmitTool(Tool[EmitArgs, EmitOutput]):
 def make_policy(server: ModelServer, provider: ProviderName, stream: bool, **overrides: Any) -> LlmPolicy:
     """The LLM policy talking to ``server``; ``overrides`` replace keys of the ``llm`` section."""
     section: dict[str, Any] = {
-        "provider": provider, "stream": stream,
+        "provider": provider,
+        "stream": stream,
         "base_url": server.anthropic_base_url if provider == "anthropic" else server.openai_base_url,
-        **overrides}
+        **overrides,
+    }
     return build_llm_policy(LlmSettings.model_validate(section), environ=KEYS)
 
 
 def agent_for(policy: LlmPolicy, store: StateStore, state: ProjectState) -> Agent:
-    context = ToolContext(state=state, state_dir=store.state_dir, host=LocalHost(exit_dir=store.state_dir / "exits"),
-                          settings=ToolSettings(engine_python=sys.executable, output_cap_chars=20_000),
-                          checkpoint=lambda: store.save(state))
+    context = ToolContext(
+        state=state,
+        state_dir=store.state_dir,
+        host=LocalHost(exit_dir=store.state_dir / "exits"),
+        settings=ToolSettings(engine_python=sys.executable, output_cap_chars=20_000),
+        checkpoint=lambda: store.save(state),
+    )
     return Agent(policy, ToolRegistry([EmitTool(), UpdateStateTool()]), context, store)

@@ -48,16 +48,22 @@ def _serving_block(rng: random.Random, size: int) -> bytes:
         running = rng.randrange(1, 64)
         choice = rng.random()
         if choice < 0.6:
-            line = (f"[{stamp} TP0] Decode batch. #running-req: {running}, #token: {rng.randrange(1000, 900000)}, "
-                    f"token usage: {rng.random():.2f}, accept len: {1.5 + rng.random() * 2:.2f}, cuda graph: True, "
-                    f"gen throughput (token/s): {rng.uniform(200, 1500):.2f}, #queue-req: {rng.randrange(0, 8)}")
+            line = (
+                f"[{stamp} TP0] Decode batch. #running-req: {running}, #token: {rng.randrange(1000, 900000)}, "
+                f"token usage: {rng.random():.2f}, accept len: {1.5 + rng.random() * 2:.2f}, cuda graph: True, "
+                f"gen throughput (token/s): {rng.uniform(200, 1500):.2f}, #queue-req: {rng.randrange(0, 8)}"
+            )
         elif choice < 0.8:
-            line = (f"[{stamp} TP0] Prefill batch. #new-seq: {rng.randrange(1, 4)}, #new-token: "
-                    f"{rng.randrange(16, 8192)}, #cached-token: {rng.randrange(0, 4096)}, token usage: "
-                    f"{rng.random():.2f}, #running-req: {running}, #queue-req: {rng.randrange(0, 8)}")
+            line = (
+                f"[{stamp} TP0] Prefill batch. #new-seq: {rng.randrange(1, 4)}, #new-token: "
+                f"{rng.randrange(16, 8192)}, #cached-token: {rng.randrange(0, 4096)}, token usage: "
+                f"{rng.random():.2f}, #running-req: {running}, #queue-req: {rng.randrange(0, 8)}"
+            )
         elif choice < 0.995:
-            line = (f"[{stamp}] INFO:     127.0.0.1:{rng.randrange(30000, 60000)} - "
-                    f'"POST /v1/chat/completions HTTP/1.1" 200 OK')
+            line = (
+                f"[{stamp}] INFO:     127.0.0.1:{rng.randrange(30000, 60000)} - "
+                f'"POST /v1/chat/completions HTTP/1.1" 200 OK'
+            )
         else:
             line = f"[{stamp} TP0] WARNING: request {rng.randrange(10**6)} aborted by the client"
         lines.append(line)
@@ -74,7 +80,7 @@ def write_log(path: Path, size_bytes: int, seed: int = 0) -> int:
     with open(path, "wb") as handle:
         handle.write(head)
         while remaining > 0:
-            piece = block if remaining >= len(block) else block[:block.rfind(b"\n", 0, remaining) + 1]
+            piece = block if remaining >= len(block) else block[: block.rfind(b"\n", 0, remaining) + 1]
             if not piece:
                 break
             handle.write(piece)

@@ -53,8 +53,9 @@ def median_seconds(action: Callable[[], object], repeats: int) -> float:
 
 
 def run_quiet(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False,
-                          env={**os.environ, "LC_ALL": "C"})
+    return subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False, env={**os.environ, "LC_ALL": "C"}
+    )
 
 
 def to_ere(pattern: str) -> str:
@@ -103,40 +104,54 @@ def plan_sizes(requested: list[float], directory: Path) -> tuple[list[int], str 
         return sizes, None
     scale = max(free, 0) / max(sizes)
     scaled = [max(int(size * scale), 64 * MIB) for size in sizes]
-    return scaled, (f"only {free / GIB:.1f} GiB free (after {SPARE_BYTES // GIB} GiB spare): sizes scaled by "
-                    f"{scale:.3f}")
+    return scaled, (
+        f"only {free / GIB:.1f} GiB free (after {SPARE_BYTES // GIB} GiB spare): sizes scaled by {scale:.3f}"
+    )
 
 
 def grep_command(patterns: Path, path: Path) -> list[str]:
     return ["grep", "-c", "-E", "-f", str(patterns), str(path)]
 
 
-def measure_file(path: Path, size: int, registry: ToolRegistry, context: ToolContext, repeats: int,
-                 patterns: Path) -> dict[str, Any]:
-    tail_tool = median_seconds(lambda: registry.execute("tail_log", {"path": str(path), "lines": TAIL_LINES},
-                                                        context), repeats)
+def measure_file(
+    path: Path, size: int, registry: ToolRegistry, context: ToolContext, repeats: int, patterns: Path
+) -> dict[str, Any]:
+    tail_tool = median_seconds(
+        lambda: registry.execute("tail_log", {"path": str(path), "lines": TAIL_LINES}, context), repeats
+    )
     tail_reader = median_seconds(lambda: read_last_lines(path, TAIL_LINES), repeats)
     gnu_tail = median_seconds(lambda: run_quiet(["tail", "-n", str(TAIL_LINES), str(path)]), repeats)
     spawn = median_seconds(lambda: run_quiet(["true"]), repeats)
     result = registry.execute("diagnose_log", {"path": str(path)}, context)
     output = result.output or {}
-    diagnose = median_seconds(lambda: registry.execute("diagnose_log", {"path": str(path)}, context),
-                              max(3, repeats // 3))
+    diagnose = median_seconds(
+        lambda: registry.execute("diagnose_log", {"path": str(path)}, context), max(3, repeats // 3)
+    )
     started = time.perf_counter()
     grep = run_quiet(grep_command(patterns, path))
     grep_seconds = time.perf_counter() - started
     return {
         "size_bytes": size,
-        "tail": {"tool_ms": round(tail_tool * 1000, 3), "reader_ms": round(tail_reader * 1000, 3),
-                 "gnu_tail_ms": round(gnu_tail * 1000, 3), "process_start_ms": round(spawn * 1000, 3),
-                 "tool_vs_gnu_tail": ratio(tail_tool, gnu_tail),
-                 "reader_vs_gnu_tail": ratio(tail_reader, gnu_tail)},
-        "diagnose": {"tool_ms": round(diagnose * 1000, 1), "class": output.get("class"),
-                     "bytes_read": output.get("bytes_read"),
-                     "read_mb_per_s": round((output.get("bytes_read") or 0) / diagnose / 1e6, 1),
-                     "file_mb_per_s": round(size / diagnose / 1e6, 1)},
-        "grep": {"seconds": round(grep_seconds, 3), "matching_lines": int(grep.stdout or b"0"),
-                 "mb_per_s": round(size / grep_seconds / 1e6, 1)},
+        "tail": {
+            "tool_ms": round(tail_tool * 1000, 3),
+            "reader_ms": round(tail_reader * 1000, 3),
+            "gnu_tail_ms": round(gnu_tail * 1000, 3),
+            "process_start_ms": round(spawn * 1000, 3),
+            "tool_vs_gnu_tail": ratio(tail_tool, gnu_tail),
+            "reader_vs_gnu_tail": ratio(tail_reader, gnu_tail),
+        },
+        "diagnose": {
+            "tool_ms": round(diagnose * 1000, 1),
+            "class": output.get("class"),
+            "bytes_read": output.get("bytes_read"),
+            "read_mb_per_s": round((output.get("bytes_read") or 0) / diagnose / 1e6, 1),
+            "file_mb_per_s": round(size / diagnose / 1e6, 1),
+        },
+        "grep": {
+            "seconds": round(grep_seconds, 3),
+            "matching_lines": int(grep.stdout or b"0"),
+            "mb_per_s": round(size / grep_seconds / 1e6, 1),
+        },
         "grep_vs_diagnose_time": ratio(grep_seconds, diagnose),
     }
 
@@ -149,9 +164,15 @@ def measure_scan(path: Path, size: int, patterns: Path) -> dict[str, Any]:
     started = time.perf_counter()
     run_quiet(grep_command(patterns, path))
     grep_seconds = time.perf_counter() - started
-    return {"size_bytes": size, "diagnose_seconds": round(seconds, 3), "diagnose_class": diagnosis.diagnosis_class,
-            "diagnose_mb_per_s": round(size / seconds / 1e6, 1), "grep_seconds": round(grep_seconds, 3),
-            "grep_mb_per_s": round(size / grep_seconds / 1e6, 1), "diagnose_vs_grep_time": ratio(seconds, grep_seconds)}
+    return {
+        "size_bytes": size,
+        "diagnose_seconds": round(seconds, 3),
+        "diagnose_class": diagnosis.diagnosis_class,
+        "diagnose_mb_per_s": round(size / seconds / 1e6, 1),
+        "grep_seconds": round(grep_seconds, 3),
+        "grep_mb_per_s": round(size / grep_seconds / 1e6, 1),
+        "diagnose_vs_grep_time": ratio(seconds, grep_seconds),
+    }
 
 
 def targets(files: list[dict[str, Any]], scan: dict[str, Any]) -> dict[str, Any]:
@@ -159,14 +180,20 @@ def targets(files: list[dict[str, Any]], scan: dict[str, Any]) -> dict[str, Any]
     tool_ratios = [item["tail"]["tool_vs_gnu_tail"] for item in files]
     largest = files[-1]
     return {
-        "tail_target": {"max_ratio_vs_gnu_tail": 2.0, "worst_tool_ratio": max(tool_ratios),
-                        "worst_reader_ratio": max(item["tail"]["reader_vs_gnu_tail"] for item in files),
-                        "met": max(tool_ratios) <= 2.0,
-                        "size_dependence": ratio(largest["tail"]["tool_ms"], files[0]["tail"]["tool_ms"])},
-        "diagnose_target": {"min_mb_per_s": 200, "scan_mb_per_s": scan["diagnose_mb_per_s"],
-                            "largest_file_bytes_read": largest["diagnose"]["bytes_read"],
-                            "largest_file_bytes": largest["size_bytes"],
-                            "size_dependence": ratio(largest["diagnose"]["tool_ms"], files[0]["diagnose"]["tool_ms"])},
+        "tail_target": {
+            "max_ratio_vs_gnu_tail": 2.0,
+            "worst_tool_ratio": max(tool_ratios),
+            "worst_reader_ratio": max(item["tail"]["reader_vs_gnu_tail"] for item in files),
+            "met": max(tool_ratios) <= 2.0,
+            "size_dependence": ratio(largest["tail"]["tool_ms"], files[0]["tail"]["tool_ms"]),
+        },
+        "diagnose_target": {
+            "min_mb_per_s": 200,
+            "scan_mb_per_s": scan["diagnose_mb_per_s"],
+            "largest_file_bytes_read": largest["diagnose"]["bytes_read"],
+            "largest_file_bytes": largest["size_bytes"],
+            "size_dependence": ratio(largest["diagnose"]["tool_ms"], files[0]["diagnose"]["tool_ms"]),
+        },
     }
 
 
@@ -186,9 +213,12 @@ def main(argv: list[str] | None = None) -> None:
     files: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="opsloop-log-bench-", dir=options.directory) as scratch:
         directory = Path(scratch)
-        context = ToolContext(state=ProjectState(goal="log benchmark"), state_dir=directory / "state",
-                              host=LocalHost(exit_dir=directory / "exits"),
-                              settings=ToolSettings(engine_python=sys.executable))
+        context = ToolContext(
+            state=ProjectState(goal="log benchmark"),
+            state_dir=directory / "state",
+            host=LocalHost(exit_dir=directory / "exits"),
+            settings=ToolSettings(engine_python=sys.executable),
+        )
         patterns = directory / "patterns.txt"
         pattern_count = write_grep_patterns(patterns)
         sizes, scaled = plan_sizes(requested, directory)
@@ -200,11 +230,22 @@ def main(argv: list[str] | None = None) -> None:
             path.unlink()
         scan_path = directory / "scan.log"
         scan = measure_scan(scan_path, write_log(scan_path, int(options.scan_mb * MIB)), patterns)
-    emit({"benchmark": "logs", "tail_lines": TAIL_LINES, "requested_gb": requested, "scaled": scaled,
-          "page_cache": "warm (files read right after being written)",
-          "grep": "LC_ALL=C grep -c -E -f PATTERNS FILE", "grep_patterns": pattern_count,
-          "files": files, "scan": scan, **targets(files, scan),
-          "wall_seconds": round(time.perf_counter() - started, 1), "machine": machine()})
+    emit(
+        {
+            "benchmark": "logs",
+            "tail_lines": TAIL_LINES,
+            "requested_gb": requested,
+            "scaled": scaled,
+            "page_cache": "warm (files read right after being written)",
+            "grep": "LC_ALL=C grep -c -E -f PATTERNS FILE",
+            "grep_patterns": pattern_count,
+            "files": files,
+            "scan": scan,
+            **targets(files, scan),
+            "wall_seconds": round(time.perf_counter() - started, 1),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,13 @@ def measure_window(start: int, width: int, bench_every: int, directory: Path) ->
     store = TimedStore(directory / "state", clock)
     state = ProjectState(goal="tune the deployment (loop overhead benchmark)")
     state.limits.max_steps, state.limits.max_wall_seconds = start + width + 10, 1e9
-    context = ToolContext(state=state, state_dir=store.state_dir, host=LocalHost(exit_dir=directory / "exits"),
-                          settings=ToolSettings(engine_python=sys.executable), checkpoint=lambda: store.save(state))
+    context = ToolContext(
+        state=state,
+        state_dir=store.state_dir,
+        host=LocalHost(exit_dir=directory / "exits"),
+        settings=ToolSettings(engine_python=sys.executable),
+        checkpoint=lambda: store.save(state),
+    )
     registry = TimedRegistry(clock)
     grow(state, registry, context, start, bench_every)
     store.save(state)
@@ -72,7 +77,9 @@ def measure_window(start: int, width: int, bench_every: int, directory: Path) ->
 
 def window_report(end: int, timings: list[StepTiming], size: int) -> dict[str, Any]:
     return {
-        "step": end, "steps_in_window": len(timings), "state_bytes": size,
+        "step": end,
+        "steps_in_window": len(timings),
+        "state_bytes": size,
         "overhead_per_step": summary_ms([item.overhead_wall for item in timings]),
         "overhead_cpu_per_step": summary_ms([item.overhead_cpu for item in timings]),
         "save": summary_ms([save for item in timings for save in item.saves]),
@@ -91,8 +98,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoints", default="10,100,1000,5000", help="Steps at which to report")
     parser.add_argument("--window", type=int, default=30, help="Steps measured at each checkpoint (ending there)")
-    parser.add_argument("--bench-every", type=int, default=BENCH_EVERY,
-                        help="Store a benchmark result every N steps (0: never)")
+    parser.add_argument(
+        "--bench-every", type=int, default=BENCH_EVERY, help="Store a benchmark result every N steps (0: never)"
+    )
     options = parser.parse_args(argv)
     checkpoints = sorted({int(part) for part in options.checkpoints.split(",") if part.strip()})
     if not checkpoints or checkpoints[0] < 1 or options.window < 1:
@@ -104,21 +112,38 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="opsloop-loop-bench-") as scratch:
             timings, size = measure_window(end - width, width, options.bench_every, Path(scratch))
         reports.append(window_report(end, timings, size))
-        note(f"step {end}: state {size / 1e6:.2f} MB, overhead median "
-             f"{reports[-1]['overhead_per_step']['median_ms']} ms, save median {reports[-1]['save']['median_ms']} ms")
+        note(
+            f"step {end}: state {size / 1e6:.2f} MB, overhead median "
+            f"{reports[-1]['overhead_per_step']['median_ms']} ms, save median {reports[-1]['save']['median_ms']} ms"
+        )
     by_step = {report["step"]: report for report in reports}
     reference, last = by_step.get(100, reports[0]), reports[-1]
     growth = ratio(last["overhead_per_step"]["median_ms"], reference["overhead_per_step"]["median_ms"])
     growth_cpu = ratio(last["overhead_cpu_per_step"]["median_ms"], reference["overhead_cpu_per_step"]["median_ms"])
     worst_save = max(report["save"]["median_ms"] for report in reports)
-    emit({"benchmark": "loop_overhead", "window": options.window, "bench_every": options.bench_every,
-          "checkpoints": reports,
-          "overhead_ratio": {"numerator_step": last["step"], "denominator_step": reference["step"],
-                             "wall": growth, "cpu": growth_cpu, "target_max": TARGET_RATIO,
-                             "met": growth is not None and growth <= TARGET_RATIO},
-          "save_median": {"worst_ms": worst_save, "target_max_ms": TARGET_SAVE_MEDIAN_MS,
-                          "met": worst_save < TARGET_SAVE_MEDIAN_MS},
-          "wall_seconds": round(time.perf_counter() - started, 1), "machine": machine()})
+    emit(
+        {
+            "benchmark": "loop_overhead",
+            "window": options.window,
+            "bench_every": options.bench_every,
+            "checkpoints": reports,
+            "overhead_ratio": {
+                "numerator_step": last["step"],
+                "denominator_step": reference["step"],
+                "wall": growth,
+                "cpu": growth_cpu,
+                "target_max": TARGET_RATIO,
+                "met": growth is not None and growth <= TARGET_RATIO,
+            },
+            "save_median": {
+                "worst_ms": worst_save,
+                "target_max_ms": TARGET_SAVE_MEDIAN_MS,
+                "met": worst_save < TARGET_SAVE_MEDIAN_MS,
+            },
+            "wall_seconds": round(time.perf_counter() - started, 1),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

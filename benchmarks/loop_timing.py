@@ -68,10 +68,19 @@ class Clock:
         self.schemas = self.stuck = 0.0
 
     def step(self, wall: float, cpu: float) -> StepTiming:
-        return StepTiming(wall=wall, cpu=cpu, decide=self.decide[0], decide_cpu=self.decide[1],
-                          tools=self.tools[0], tools_cpu=self.tools[1], saves=[item[0] for item in self.saves],
-                          saves_cpu=[item[1] for item in self.saves], journal=list(self.journal),
-                          schemas=self.schemas, stuck=self.stuck)
+        return StepTiming(
+            wall=wall,
+            cpu=cpu,
+            decide=self.decide[0],
+            decide_cpu=self.decide[1],
+            tools=self.tools[0],
+            tools_cpu=self.tools[1],
+            saves=[item[0] for item in self.saves],
+            saves_cpu=[item[1] for item in self.saves],
+            journal=list(self.journal),
+            schemas=self.schemas,
+            stuck=self.stuck,
+        )
 
 
 class _Span:

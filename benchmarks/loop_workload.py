@@ -37,16 +37,25 @@ def _distribution(median: float, count: int) -> Distribution:
 
 def _level(concurrency: int, seed: int) -> LevelReport:
     requests = max(10, 5 * concurrency)
-    tokens_per_s = 40.0 * concurrency ** 0.8 + seed % 7
+    tokens_per_s = 40.0 * concurrency**0.8 + seed % 7
     duration = requests * 256 / tokens_per_s
-    return LevelReport(concurrency=concurrency, num_requests=requests, completed=requests, failed=0,
-                       duration_seconds=duration, request_throughput=requests / duration, input_tokens=requests * 1024,
-                       output_tokens=requests * 256, output_throughput=tokens_per_s,
-                       total_throughput=tokens_per_s * 5, token_counts_from="usage",
-                       ttft_ms=_distribution(180.0 + concurrency, requests),
-                       itl_ms=_distribution(24.0 + concurrency / 8, requests * 255),
-                       tpot_ms=_distribution(25.0 + concurrency / 8, requests),
-                       e2e_ms=_distribution(6600.0 + 40 * concurrency, requests))
+    return LevelReport(
+        concurrency=concurrency,
+        num_requests=requests,
+        completed=requests,
+        failed=0,
+        duration_seconds=duration,
+        request_throughput=requests / duration,
+        input_tokens=requests * 1024,
+        output_tokens=requests * 256,
+        output_throughput=tokens_per_s,
+        total_throughput=tokens_per_s * 5,
+        token_counts_from="usage",
+        ttft_ms=_distribution(180.0 + concurrency, requests),
+        itl_ms=_distribution(24.0 + concurrency / 8, requests * 255),
+        tpot_ms=_distribution(25.0 + concurrency / 8, requests),
+        e2e_ms=_distribution(6600.0 + 40 * concurrency, requests),
+    )
 
 
 class StoreResultTool(Tool[StoreResultArgs, StoreResultOutput]):
@@ -69,19 +78,37 @@ def decision(step: int, bench_every: int = BENCH_EVERY) -> dict[str, Any]:
     """The scripted decision of one step (0-based); a benchmark result every ``bench_every`` steps
     (never when 0)."""
     memory = 0.80 + (step % 9) / 100
-    plan = {"tool": "update_state", "arguments": {
-        "tasks": [{"id": f"t{step % 12}", "title": f"tune setting group {step % 12}",
-                   "status": _STATUSES[step % 3]}],
-        "findings": [{"summary": f"step {step}: relaunched with mem_fraction {memory:.2f} and "
-                                 f"cuda_graph_max_bs {8 << step % 4}; ready after {40 + step % 17} s, "
-                                 f"decode throughput {900 + step % 113} tok/s",
-                      "evidence": [f"[2026-11-30 10:{step % 60:02d}:00] The server is fired up and ready to roll!",
-                                   f"Decode batch. #running-req: {step % 64}, #token: {step * 7 % 90000}, "
-                                   f"gen throughput (token/s): {900 + step % 113}.00"]}],
-        "next_steps": [f"benchmark concurrency {2 ** (step % 7)}", "compare with the baseline",
-                       "record the best configuration"]}}
+    plan = {
+        "tool": "update_state",
+        "arguments": {
+            "tasks": [
+                {"id": f"t{step % 12}", "title": f"tune setting group {step % 12}", "status": _STATUSES[step % 3]}
+            ],
+            "findings": [
+                {
+                    "summary": f"step {step}: relaunched with mem_fraction {memory:.2f} and "
+                    f"cuda_graph_max_bs {8 << step % 4}; ready after {40 + step % 17} s, "
+                    f"decode throughput {900 + step % 113} tok/s",
+                    "evidence": [
+                        f"[2026-11-30 10:{step % 60:02d}:00] The server is fired up and ready to roll!",
+                        f"Decode batch. #running-req: {step % 64}, #token: {step * 7 % 90000}, "
+                        f"gen throughput (token/s): {900 + step % 113}.00",
+                    ],
+                }
+            ],
+            "next_steps": [
+                f"benchmark concurrency {2 ** (step % 7)}",
+                "compare with the baseline",
+                "record the best configuration",
+            ],
+        },
+    }
     actions: list[dict[str, Any]] = [plan]
     if bench_every and step % bench_every == bench_every - 1:
-        actions.append({"tool": "store_result",
-                        "arguments": {"label": f"sweep after step {step}", "concurrency": [1, 8, 64], "seed": step}})
+        actions.append(
+            {
+                "tool": "store_result",
+                "arguments": {"label": f"sweep after step {step}", "concurrency": [1, 8, 64], "seed": step},
+            }
+        )
     return {"thought": f"step {step}: try the next setting and record what happened", "actions": actions}

@@ -59,20 +59,27 @@ class ReadingModel:
         line = f"step {turn} engine log line; "
         calls = [ToolUse("emit", {"text": line, "repeat": max(1, self.output_chars // len(line))})]
         if turn % 10 == 0:
-            calls.append(ToolUse("update_state", {"findings": [{"summary": f"checkpoint {turn}",
-                                                                "evidence": [f"step {turn}"]}]}))
+            calls.append(
+                ToolUse("update_state", {"findings": [{"summary": f"checkpoint {turn}", "evidence": [f"step {turn}"]}]})
+            )
         return ModelTurn(text=f"Step {turn}: reading the log again.", tool_calls=calls)
 
 
 def around(values: list[int], step: int, width: int) -> dict[str, Any]:
     """Median and max of ``values`` (indexed by step, 1-based) over ``width`` calls ending at ``step``."""
-    window = values[max(0, step - width):step]
-    return {"step": step, "calls": len(window), "median_tokens": round(percentile(window, 0.5)),
-            "max_tokens": max(window), "min_tokens": min(window)}
+    window = values[max(0, step - width) : step]
+    return {
+        "step": step,
+        "calls": len(window),
+        "median_tokens": round(percentile(window, 0.5)),
+        "max_tokens": max(window),
+        "min_tokens": min(window),
+    }
 
 
-def run(steps: int, provider: ProviderName, stream: bool, output_chars: int, context: dict[str, Any],
-        directory: Path) -> tuple[ReadingModel, ProjectState, str, int]:
+def run(
+    steps: int, provider: ProviderName, stream: bool, output_chars: int, context: dict[str, Any], directory: Path
+) -> tuple[ReadingModel, ProjectState, str, int]:
     meter = ReadingModel(steps, output_chars)
     store = StateStore(directory / "state")
     state = ProjectState(goal="keep reading the engine log (prompt size benchmark)")
@@ -99,8 +106,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output-chars", type=int, default=2700, help="Tool output per step")
     parser.add_argument("--checkpoints", default="100,1000,3000")
     parser.add_argument("--window", type=int, default=50, help="Calls per reported window (ending there)")
-    parser.add_argument("--context", default="", help="JSON overrides of the llm context settings, "
-                        'e.g. {"window_budget_tokens": 3000} (default: the shipped defaults)')
+    parser.add_argument(
+        "--context",
+        default="",
+        help="JSON overrides of the llm context settings, "
+        'e.g. {"window_budget_tokens": 3000} (default: the shipped defaults)',
+    )
     options = parser.parse_args(argv)
     context = json.loads(options.context) if options.context else {}
     checkpoints = sorted({int(part) for part in options.checkpoints.split(",") if 0 < int(part) <= options.steps})
@@ -108,28 +119,52 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("no checkpoint within --steps")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="opsloop-prompt-bench-") as scratch:
-        meter, state, event, rejected = run(options.steps, options.provider, options.stream, options.output_chars,
-                                            context, Path(scratch))
+        meter, state, event, rejected = run(
+            options.steps, options.provider, options.stream, options.output_chars, context, Path(scratch)
+        )
     tokens = meter.tokens
     windows = [around(tokens, step, options.window) for step in checkpoints if step <= len(tokens)]
     if not windows:
-        sys.exit(f"benchmarks.prompt_size: the run ended ({event}) after {len(tokens)} model calls, "
-                 f"before step {checkpoints[0]}")
+        sys.exit(
+            f"benchmarks.prompt_size: the run ended ({event}) after {len(tokens)} model calls, "
+            f"before step {checkpoints[0]}"
+        )
     first, last = windows[0], windows[-1]
-    settled = tokens[checkpoints[0]:] or tokens
+    settled = tokens[checkpoints[0] :] or tokens
     value = ratio(last["median_tokens"], first["median_tokens"])
-    note(f"{len(tokens)} calls; median prompt at step {first['step']}: {first['median_tokens']}, "
-         f"at step {last['step']}: {last['median_tokens']}")
-    emit({"benchmark": "prompt_size", "steps": options.steps, "provider": options.provider,
-          "stream": options.stream, "output_chars_per_step": options.output_chars, "context_overrides": context,
-          "exit_event": event, "model_calls": len(tokens), "rejected_requests": rejected,
-          "state_steps": state.step, "windows": windows,
-          "max_tokens_overall": max(tokens), "max_tokens_after_first_checkpoint": max(settled),
-          "max_request_bytes": max(meter.sizes), "usage_input_tokens": state.usage.input_tokens,
-          "ratio": {"numerator_step": last["step"], "denominator_step": first["step"], "value": value,
-                    "max_ratio": ratio(max(tokens[-options.window:]), max(tokens[:first["step"]])),
-                    "target_max": TARGET_RATIO, "met": value is not None and value <= TARGET_RATIO},
-          "wall_seconds": round(time.perf_counter() - started, 1), "machine": machine()})
+    note(
+        f"{len(tokens)} calls; median prompt at step {first['step']}: {first['median_tokens']}, "
+        f"at step {last['step']}: {last['median_tokens']}"
+    )
+    emit(
+        {
+            "benchmark": "prompt_size",
+            "steps": options.steps,
+            "provider": options.provider,
+            "stream": options.stream,
+            "output_chars_per_step": options.output_chars,
+            "context_overrides": context,
+            "exit_event": event,
+            "model_calls": len(tokens),
+            "rejected_requests": rejected,
+            "state_steps": state.step,
+            "windows": windows,
+            "max_tokens_overall": max(tokens),
+            "max_tokens_after_first_checkpoint": max(settled),
+            "max_request_bytes": max(meter.sizes),
+            "usage_input_tokens": state.usage.input_tokens,
+            "ratio": {
+                "numerator_step": last["step"],
+                "denominator_step": first["step"],
+                "value": value,
+                "max_ratio": ratio(max(tokens[-options.window :]), max(tokens[: first["step"]])),
+                "target_max": TARGET_RATIO,
+                "met": value is not None and value <= TARGET_RATIO,
+            },
+            "wall_seconds": round(time.perf_counter() - started, 1),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -19,10 +19,25 @@ from pathlib import Path
 from benchmarks.common import note
 
 SGLANG_VERSION = "0.5.8"
-CLIENT_PACKAGES = ["aiohttp", "numpy", "requests", "tqdm", "transformers<5", "pybase64", "IPython", "pydantic",
-                   "datasets", "pillow", "huggingface_hub<1.0"]
-OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
+CLIENT_PACKAGES = [
+    "aiohttp",
+    "numpy",
+    "requests",
+    "tqdm",
+    "transformers<5",
+    "pybase64",
+    "IPython",
+    "pydantic",
+    "datasets",
+    "pillow",
+    "huggingface_hub<1.0",
+]
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 INSTALL_TIMEOUT_S = 1200.0
 VOCABULARY = 2000
 
@@ -75,9 +90,11 @@ def ensure_reference(venv: Path, tokenizer_dir: Path, create: bool = True) -> Re
         if not create:
             return f"no sglang {SGLANG_VERSION} environment at {venv} (and creating one was not allowed)"
         note(f"creating the sglang {SGLANG_VERSION} client environment in {venv} (a few minutes, once)")
-        steps = [[sys.executable, "-m", "venv", "--clear", str(venv)],
-                 [str(python), "-m", "pip", "install", "--quiet", f"sglang=={SGLANG_VERSION}", "--no-deps"],
-                 [str(python), "-m", "pip", "install", "--quiet", *CLIENT_PACKAGES]]
+        steps = [
+            [sys.executable, "-m", "venv", "--clear", str(venv)],
+            [str(python), "-m", "pip", "install", "--quiet", f"sglang=={SGLANG_VERSION}", "--no-deps"],
+            [str(python), "-m", "pip", "install", "--quiet", *CLIENT_PACKAGES],
+        ]
         for step in steps:
             problem = _run(step, INSTALL_TIMEOUT_S)
             if problem is not None:

@@ -31,14 +31,42 @@ def _json(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-COMPLETION_EVENTS = [_chunk(_json({"id": "cmpl", "object": "text_completion", "model": "bench-model",
-                                   "choices": [{"index": 0, "text": f" w{index}", "finish_reason": None}]}))
-                     for index in range(DISTINCT_TOKENS)]
-CHAT_EVENTS = [_chunk(_json({"id": "chat", "object": "chat.completion.chunk", "model": "bench-model",
-                             "choices": [{"index": 0, "delta": {"content": f" w{index}"}, "finish_reason": None}]}))
-               for index in range(DISTINCT_TOKENS)]
-CHAT_ROLE = _chunk(_json({"id": "chat", "object": "chat.completion.chunk", "model": "bench-model",
-                          "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}))
+COMPLETION_EVENTS = [
+    _chunk(
+        _json(
+            {
+                "id": "cmpl",
+                "object": "text_completion",
+                "model": "bench-model",
+                "choices": [{"index": 0, "text": f" w{index}", "finish_reason": None}],
+            }
+        )
+    )
+    for index in range(DISTINCT_TOKENS)
+]
+CHAT_EVENTS = [
+    _chunk(
+        _json(
+            {
+                "id": "chat",
+                "object": "chat.completion.chunk",
+                "model": "bench-model",
+                "choices": [{"index": 0, "delta": {"content": f" w{index}"}, "finish_reason": None}],
+            }
+        )
+    )
+    for index in range(DISTINCT_TOKENS)
+]
+CHAT_ROLE = _chunk(
+    _json(
+        {
+            "id": "chat",
+            "object": "chat.completion.chunk",
+            "model": "bench-model",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+        }
+    )
+)
 STREAM_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 STREAM_END = _chunk(b"[DONE]") + b"0\r\n\r\n"
 
@@ -60,8 +88,9 @@ class Server:
                 arrived = time.perf_counter()
                 lines = head.decode("latin-1").split("\r\n")
                 method, path = lines[0].split(" ")[:2]
-                length = next((int(line.split(":", 1)[1]) for line in lines[1:]
-                               if line.lower().startswith("content-length:")), 0)
+                length = next(
+                    (int(line.split(":", 1)[1]) for line in lines[1:] if line.lower().startswith("content-length:")), 0
+                )
                 body = await reader.readexactly(length) if length else b""
                 if not await self.route(method, path.split("?", 1)[0], body, writer, arrived):
                     return
@@ -70,8 +99,7 @@ class Server:
         finally:
             writer.close()
 
-    async def route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter,
-                    arrived: float) -> bool:
+    async def route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter, arrived: float) -> bool:
         if method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
             return await self.stream(json.loads(body), path.endswith("chat/completions"), writer, arrived)
         if path == "/v1/models":
@@ -82,13 +110,16 @@ class Server:
 
     async def plain(self, writer: asyncio.StreamWriter, status: int, value: object) -> bool:
         data = _json(value)
-        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
-                     .encode() + data)
+        writer.write(
+            f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+            + data
+        )
         await writer.drain()
         return True
 
-    async def stream(self, request: dict[str, object], chat: bool, writer: asyncio.StreamWriter,
-                     arrived: float) -> bool:
+    async def stream(
+        self, request: dict[str, object], chat: bool, writer: asyncio.StreamWriter, arrived: float
+    ) -> bool:
         self.requests += 1
         limit = request.get("max_tokens") or request.get("max_completion_tokens") or 16
         tokens = int(limit) if isinstance(limit, int | float | str) else 16
@@ -112,9 +143,20 @@ class Server:
         if isinstance(options, dict) and options.get("include_usage"):
             prompt = request.get("prompt") if not chat else request.get("messages")
             prompt_tokens = len(prompt) if isinstance(prompt, list) and not chat else len(json.dumps(prompt).split())
-            writer.write(_chunk(_json({"choices": [], "usage": {"prompt_tokens": prompt_tokens,
-                                                                "completion_tokens": tokens,
-                                                                "total_tokens": prompt_tokens + tokens}})))
+            writer.write(
+                _chunk(
+                    _json(
+                        {
+                            "choices": [],
+                            "usage": {
+                                "prompt_tokens": prompt_tokens,
+                                "completion_tokens": tokens,
+                                "total_tokens": prompt_tokens + tokens,
+                            },
+                        }
+                    )
+                )
+            )
         writer.write(STREAM_END)
         await writer.drain()
         return True
@@ -123,9 +165,14 @@ class Server:
         def median_ms(values: list[float]) -> float | None:
             return round(statistics.median(values) * 1000, 4) if values else None
 
-        return {"requests": self.requests, "configured_ttft_ms": self.ttft * 1000,
-                "configured_itl_ms": self.itl * 1000, "ttft_ms_median": median_ms(self.first_token),
-                "itl_ms_median": median_ms(self.gaps), "itl_samples": len(self.gaps)}
+        return {
+            "requests": self.requests,
+            "configured_ttft_ms": self.ttft * 1000,
+            "configured_itl_ms": self.itl * 1000,
+            "ttft_ms_median": median_ms(self.first_token),
+            "itl_ms_median": median_ms(self.gaps),
+            "itl_samples": len(self.gaps),
+        }
 
 
 async def serve(ttft_ms: float, itl_ms: float) -> None:

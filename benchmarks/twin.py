@@ -50,12 +50,25 @@ def stop_leftovers(state: dict[str, Any]) -> int:
 def run_scenario(name: str, directory: Path, timeout: float) -> dict[str, Any]:
     goal = GOALS.get(name, DEFAULT_GOAL)
     state_dir = directory / name
-    argv = [sys.executable, "-m", "agent", "run", "--goal", goal, "--sim", name, "--state-dir", str(state_dir),
-            "--policy", "runbook"]
+    argv = [
+        sys.executable,
+        "-m",
+        "agent",
+        "run",
+        "--goal",
+        goal,
+        "--sim",
+        name,
+        "--state-dir",
+        str(state_dir),
+        "--policy",
+        "runbook",
+    ]
     started = time.perf_counter()
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, env=child_environment(), cwd=REPO_ROOT,
-                                timeout=timeout, check=False)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, env=child_environment(), cwd=REPO_ROOT, timeout=timeout, check=False
+        )
         exit_code: int | None = result.returncode
     except subprocess.TimeoutExpired:
         exit_code = None
@@ -64,15 +77,27 @@ def run_scenario(name: str, directory: Path, timeout: float) -> dict[str, Any]:
     state: dict[str, Any] = json.loads(latest.read_text(encoding="utf-8")) if latest.exists() else {}
     leftovers = stop_leftovers(state)
     pending = [question for question in state.get("questions", []) if question.get("answer") is None]
-    return {"scenario": name, "goal": goal, "exit_code": exit_code,
-            "outcome": "timed out" if exit_code is None else EXIT_MEANINGS.get(exit_code, "unexpected"),
-            "status": state.get("status"), "wall_seconds": round(wall, 2), "steps": state.get("step"),
-            "tool_calls": sum(1 for line in (state_dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()
-                              if '"kind": "intent"' in line) if (state_dir / "journal.jsonl").exists() else 0,
-            "benchmarks_recorded": len(state.get("benchmarks", [])), "findings": len(state.get("findings", [])),
-            "question_kind": pending[-1].get("kind") if pending else None,
-            "question": pending[-1].get("question", "")[:200] if pending else None,
-            "engines_left_running": leftovers}
+    return {
+        "scenario": name,
+        "goal": goal,
+        "exit_code": exit_code,
+        "outcome": "timed out" if exit_code is None else EXIT_MEANINGS.get(exit_code, "unexpected"),
+        "status": state.get("status"),
+        "wall_seconds": round(wall, 2),
+        "steps": state.get("step"),
+        "tool_calls": sum(
+            1
+            for line in (state_dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+            if '"kind": "intent"' in line
+        )
+        if (state_dir / "journal.jsonl").exists()
+        else 0,
+        "benchmarks_recorded": len(state.get("benchmarks", [])),
+        "findings": len(state.get("findings", [])),
+        "question_kind": pending[-1].get("kind") if pending else None,
+        "question": pending[-1].get("question", "")[:200] if pending else None,
+        "engines_left_running": leftovers,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -90,10 +115,17 @@ def main(argv: list[str] | None = None) -> None:
         for name in names:
             runs.append(run_scenario(name, Path(scratch), options.timeout))
             note(f"{name}: {runs[-1]['outcome']} after {runs[-1]['steps']} steps, {runs[-1]['wall_seconds']} s")
-    emit({"benchmark": "twin", "policy": "runbook", "runs": runs,
-          "total_wall_seconds": round(sum(run["wall_seconds"] for run in runs), 1),
-          "all_ended": all(run["outcome"] in ("done", "blocked") for run in runs),
-          "wall_seconds": round(time.perf_counter() - started, 1), "machine": machine()})
+    emit(
+        {
+            "benchmark": "twin",
+            "policy": "runbook",
+            "runs": runs,
+            "total_wall_seconds": round(sum(run["wall_seconds"] for run in runs), 1),
+            "all_ended": all(run["outcome"] in ("done", "blocked") for run in runs),
+            "wall_seconds": round(time.perf_counter() - started, 1),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,11 @@ class PromptNotFound(LookupError):
 
 
 def available_prompts() -> list[str]:
-    return sorted(entry.name[:-3] for entry in resources.files(__name__).iterdir()
-                  if entry.name.endswith(".md") and entry.is_file())
+    return sorted(
+        entry.name[:-3]
+        for entry in resources.files(__name__).iterdir()
+        if entry.name.endswith(".md") and entry.is_file()
+    )
 
 
 def load_prompt(name: str) -> str:

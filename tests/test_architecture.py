@@ -65,10 +65,12 @@ def imports_of(path: Path) -> list[Import]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            targets = [f"{base}.{alias.name}" if is_module(f"{base}.{alias.name}") else base
-                       for alias in node.names]
-        found += [Import(source, target, type_only, getattr(node, "lineno", 0)) for target in targets
-                  if target.split(".")[0] in (*PACKAGES, "tests")]
+            targets = [f"{base}.{alias.name}" if is_module(f"{base}.{alias.name}") else base for alias in node.names]
+        found += [
+            Import(source, target, type_only, getattr(node, "lineno", 0))
+            for target in targets
+            if target.split(".")[0] in (*PACKAGES, "tests")
+        ]
     return found
 
 
@@ -90,11 +92,11 @@ def violations(rule: str) -> list[str]:
         broken = {
             "tools never import agent": top(source) == "tools" and top(target) == "agent",
             "twin imports neither agent nor tools": top(source) == "twin" and top(target) in ("agent", "tools"),
-            "only the simulated host, tests and benchmarks import twin":
-                top(target) == "twin" and top(source) not in ("twin", "tests", "benchmarks")
-                and not source.startswith("tools.hosts.sim"),
-            "nothing shipped imports tests or benchmarks":
-                top(source) in ("agent", "tools", "twin", "prompts") and top(target) in ("tests", "benchmarks"),
+            "only the simulated host, tests and benchmarks import twin": top(target) == "twin"
+            and top(source) not in ("twin", "tests", "benchmarks")
+            and not source.startswith("tools.hosts.sim"),
+            "nothing shipped imports tests or benchmarks": top(source) in ("agent", "tools", "twin", "prompts")
+            and top(target) in ("tests", "benchmarks"),
             "benchmarks never import tests": top(source) == "benchmarks" and top(target) == "tests",
         }[rule]
         if broken:
@@ -102,13 +104,16 @@ def violations(rule: str) -> list[str]:
     return wrong
 
 
-@pytest.mark.parametrize("rule", [
-    "tools never import agent",
-    "twin imports neither agent nor tools",
-    "only the simulated host, tests and benchmarks import twin",
-    "nothing shipped imports tests or benchmarks",
-    "benchmarks never import tests",
-])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "tools never import agent",
+        "twin imports neither agent nor tools",
+        "only the simulated host, tests and benchmarks import twin",
+        "nothing shipped imports tests or benchmarks",
+        "benchmarks never import tests",
+    ],
+)
 def test_imports_run_in_the_allowed_directions(rule: str) -> None:
     assert violations(rule) == []
 

@@ -22,11 +22,42 @@ def agent(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_bench_prints_a_table_and_stores_the_run(tmp_path: Path) -> None:
     with fake_server("--flavor", "vllm", "--itl-ms", "1") as url:
-        table = agent("bench", "--base-url", url, "--model", "m", "--concurrency", "1,4", "--num-prompts", "8",
-                      "--input-len", "32", "--output-len", "8", cwd=tmp_path)
-        stored = agent("bench", "--base-url", url, "--model", "m", "--concurrency", "2", "--num-prompts", "4",
-                       "--input-len", "32", "--output-len", "8", "--json", "--no-correctness",
-                       "--state-dir", str(tmp_path / "state"), cwd=tmp_path)
+        table = agent(
+            "bench",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--concurrency",
+            "1,4",
+            "--num-prompts",
+            "8",
+            "--input-len",
+            "32",
+            "--output-len",
+            "8",
+            cwd=tmp_path,
+        )
+        stored = agent(
+            "bench",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--concurrency",
+            "2",
+            "--num-prompts",
+            "4",
+            "--input-len",
+            "32",
+            "--output-len",
+            "8",
+            "--json",
+            "--no-correctness",
+            "--state-dir",
+            str(tmp_path / "state"),
+            cwd=tmp_path,
+        )
     assert table.returncode == 0, table.stderr
     rows = [line.split() for line in table.stdout.splitlines()]
     assert rows[0][0] == "bench1:" and "passed 5/5" in table.stdout
@@ -44,6 +75,8 @@ def test_bench_exit_codes(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["bench", "--base-url", "http://127.0.0.1:1", "--model", "m", "--concurrency", "0"])
     assert bad.exit_code == 2 and "--concurrency" in bad.output
     with fake_server("--fail-every", "1") as url:
-        failing = runner.invoke(app, ["bench", "--base-url", url, "--model", "m", "--num-prompts", "2",
-                                      "--no-correctness", "--output-len", "4"])
+        failing = runner.invoke(
+            app,
+            ["bench", "--base-url", url, "--model", "m", "--num-prompts", "2", "--no-correctness", "--output-len", "4"],
+        )
     assert failing.exit_code == 1 and "2x HTTP 500" in failing.output

@@ -21,8 +21,14 @@ from tools.bench.wire import ResponseParser, SseSplitter
 
 
 def sweep(base_url: str, **overrides: object) -> list:  # type: ignore[type-arg]
-    settings: dict[str, object] = {"base_url": base_url, "model": "fake-model", "input_len": 32,
-                                   "output_len": 20, "warmup_requests": 0, "request_timeout_seconds": 20.0}
+    settings: dict[str, object] = {
+        "base_url": base_url,
+        "model": "fake-model",
+        "input_len": 32,
+        "output_len": 20,
+        "warmup_requests": 0,
+        "request_timeout_seconds": 20.0,
+    }
     settings.update(overrides)
     return run_sweep_blocking(BenchParams.model_validate(settings)).levels
 
@@ -34,8 +40,7 @@ ENGINES = pytest.mark.parametrize("engine", ["epoll", "asyncio"])
 def test_measured_latencies_reflect_the_injected_delays(engine: str) -> None:
     ttft_ms, itl_ms, tokens = 60.0, 10.0, 20
     with fake_server("--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)) as url:
-        levels = sweep(url, concurrency=[1, 4], num_prompts=8, output_len=tokens, warmup_requests=1,
-                       io_engine=engine)
+        levels = sweep(url, concurrency=[1, 4], num_prompts=8, output_len=tokens, warmup_requests=1, io_engine=engine)
     for level in levels:
         assert (level.completed, level.failed, level.errors) == (8, 0, [])
         assert level.output_tokens == 8 * tokens and level.token_counts_from == "usage"
@@ -63,12 +68,23 @@ def test_client_timestamps_match_the_servers_send_times(engine: Literal["epoll",
         endpoint_url = url
         endpoint = Endpoint.parse(endpoint_url)
         encode = build_encoder()
-        requests = build_requests(count=count, endpoint="chat", model="m", input_len=16, output_len=tokens,
-                                  style="words", ignore_eos=True, temperature=0.0, extra_body={}, seed=3,
-                                  encode=encode,
-                                  frame=lambda body: endpoint.request_bytes("POST", "/v1/chat/completions", body))
-        outcomes, _ = asyncio.run(run_level(endpoint, requests, concurrency=concurrency, request_rate=None,
-                                            timeout=20, engine=engine))
+        requests = build_requests(
+            count=count,
+            endpoint="chat",
+            model="m",
+            input_len=16,
+            output_len=tokens,
+            style="words",
+            ignore_eos=True,
+            temperature=0.0,
+            extra_body={},
+            seed=3,
+            encode=encode,
+            frame=lambda body: endpoint.request_bytes("POST", "/v1/chat/completions", body),
+        )
+        outcomes, _ = asyncio.run(
+            run_level(endpoint, requests, concurrency=concurrency, request_rate=None, timeout=20, engine=engine)
+        )
         truth = json.loads(asyncio.run(fetch(endpoint, "/timings"))[1])
     ttft_errors, gap_errors = [], []
     for index, outcome in enumerate(outcomes):
@@ -81,8 +97,9 @@ def test_client_timestamps_match_the_servers_send_times(engine: Literal["epoll",
     assert all(error > -1e-4 for error in ttft_errors), ttft_errors  # nothing arrives before it is sent
     assert statistics.median(ttft_errors) < 0.002, ttft_errors
     assert abs(statistics.median(gap_errors)) < 0.001
-    summary = summarize(outcomes, concurrency=concurrency, request_rate=None, duration_seconds=1.0,
-                        expected_input_tokens=16)
+    summary = summarize(
+        outcomes, concurrency=concurrency, request_rate=None, duration_seconds=1.0, expected_input_tokens=16
+    )
     assert summary.ttft_ms.median is not None and summary.ttft_ms.median >= 30.0
 
 
@@ -135,20 +152,23 @@ def test_poisson_arrivals_pace_the_requests(engine: str) -> None:
     rng = random.Random(7)  # the level seed is params.seed + level index
     gaps = [rng.expovariate(rate) for _ in range(count - 1)]
     with fake_server() as url:
-        level = sweep(url, concurrency=[count], num_prompts=count, request_rate=rate, seed=7, output_len=4,
-                      io_engine=engine)[0]
+        level = sweep(
+            url, concurrency=[count], num_prompts=count, request_rate=rate, seed=7, output_len=4, io_engine=engine
+        )[0]
     assert level.completed == count and level.request_rate == rate
     assert level.duration_seconds >= sum(gaps)
 
 
-@pytest.mark.parametrize(("flavor", "source", "length", "per_run"), [
-    ("vllm", "vllm_counters", 2.5, True),
-    ("sglang", "sglang_counters", 2.5, True),
-    ("sglang_gauges", "sglang_gauges", 2.5, False),
-    ("sglang_info", "server_info", 3.0, False),
-])
-def test_speculative_acceptance_from_server_metrics(flavor: str, source: str, length: float,
-                                                    per_run: bool) -> None:
+@pytest.mark.parametrize(
+    ("flavor", "source", "length", "per_run"),
+    [
+        ("vllm", "vllm_counters", 2.5, True),
+        ("sglang", "sglang_counters", 2.5, True),
+        ("sglang_gauges", "sglang_gauges", 2.5, False),
+        ("sglang_info", "server_info", 3.0, False),
+    ],
+)
+def test_speculative_acceptance_from_server_metrics(flavor: str, source: str, length: float, per_run: bool) -> None:
     with fake_server("--flavor", flavor, "--accept-length", "2.5") as url:
         level = sweep(url, concurrency=[2], num_prompts=4, output_len=10, warmup_requests=1)[0]
     assert level.spec is not None
@@ -171,15 +191,18 @@ def test_parsers_give_the_same_events_however_the_bytes_are_split() -> None:
     for step in (1, 2, 3, 7, 64, len(raw)):
         splitter, seen, parser = SseSplitter(), list[bytes](), ResponseParser()
         for start in range(0, len(raw), step):
-            seen.extend(splitter.feed(parser.feed(raw[start:start + step])))
+            seen.extend(splitter.feed(parser.feed(raw[start : start + step])))
         assert parser.complete and parser.status == 200 and parser.keep_alive
         assert seen == [*events, b"[DONE]"]
 
 
 def test_sized_and_read_to_close_bodies() -> None:
     sized = ResponseParser()
-    pieces = [sized.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhel"),
-              sized.feed(b"lo"), sized.feed(b"ignored")]
+    pieces = [
+        sized.feed(b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhel"),
+        sized.feed(b"lo"),
+        sized.feed(b"ignored"),
+    ]
     assert sized.complete and sized.status == 404 and not sized.keep_alive and pieces == [b"hel", b"lo", b""]
     unsized = ResponseParser()
     assert unsized.feed(b"HTTP/1.0 200 OK\r\n\r\nabc") == b"abc"

@@ -26,17 +26,35 @@ def call(context: ToolContext, name: str, arguments: dict[str, object]) -> ToolR
 
 
 def engine_record(port: int) -> ProcessRecord:
-    return ProcessRecord(name="sglang-main", pid=1, create_time=0.0, argv=["sglang", "serve"],
-                         log_path="x.log", port=port, kind="engine", state="ready",
-                         config={"tp_size": 8, "attention_backend": "triton"})
+    return ProcessRecord(
+        name="sglang-main",
+        pid=1,
+        create_time=0.0,
+        argv=["sglang", "serve"],
+        log_path="x.log",
+        port=port,
+        kind="engine",
+        state="ready",
+        config={"tp_size": 8, "attention_backend": "triton"},
+    )
 
 
 def test_run_bench_stores_a_sweep_with_the_engine_config(tmp_path: Path) -> None:
     context = make_context(tmp_path)
     with fake_server("--flavor", "vllm", "--itl-ms", "1") as url:
         context.state.processes.append(engine_record(int(url.rsplit(":", 1)[1])))
-        result = call(context, "run_bench", {"base_url": url, "model": "fake-model", "concurrency": [1, 4],
-                                             "num_prompts": 8, "input_len": 16, "output_len": 8})
+        result = call(
+            context,
+            "run_bench",
+            {
+                "base_url": url,
+                "model": "fake-model",
+                "concurrency": [1, 4],
+                "num_prompts": 8,
+                "input_len": 16,
+                "output_len": 8,
+            },
+        )
     assert result.ok, result.error
     assert result.output is not None
     assert result.output["benchmark_id"] == "bench1" and result.output["warnings"] == []
@@ -52,17 +70,22 @@ def test_run_bench_stores_a_sweep_with_the_engine_config(tmp_path: Path) -> None
 def test_run_bench_flags_a_fast_but_garbled_configuration(tmp_path: Path) -> None:
     context = make_context(tmp_path)
     with fake_server("--mode", "garbled") as url:
-        result = call(context, "run_bench", {"base_url": url, "model": "m", "num_prompts": 4,
-                                             "output_len": 8})
+        result = call(context, "run_bench", {"base_url": url, "model": "m", "num_prompts": 4, "output_len": 8})
     assert result.ok and result.output is not None
     assert any("FAILED" in warning for warning in result.output["warnings"])
     assert context.state.benchmarks[0].metrics["correctness"]["passed"] is False
     assert "does not count" in context.state.findings[-1].summary
 
 
-@pytest.mark.parametrize(("mode", "problem"), [
-    ("model", None), ("wrong", "expected '42'"), ("empty", "empty answer"), ("garbled", "makes up"),
-])
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [
+        ("model", None),
+        ("wrong", "expected '42'"),
+        ("empty", "empty answer"),
+        ("garbled", "makes up"),
+    ],
+)
 def test_check_correctness_verdicts(tmp_path: Path, mode: str, problem: str | None) -> None:
     context = make_context(tmp_path)
     with fake_server("--mode", mode) as url:
@@ -90,8 +113,18 @@ def test_the_sweep_time_limit_stops_the_load(tmp_path: Path) -> None:
     context = make_context(tmp_path)
     with fake_server("--itl-ms", "50") as url:
         started = time.monotonic()
-        result = call(context, "run_bench", {"base_url": url, "model": "m", "num_prompts": 4, "output_len": 400,
-                                             "correctness_probe": False, "timeout_seconds": 1.0})
+        result = call(
+            context,
+            "run_bench",
+            {
+                "base_url": url,
+                "model": "m",
+                "num_prompts": 4,
+                "output_len": 400,
+                "correctness_probe": False,
+                "timeout_seconds": 1.0,
+            },
+        )
         elapsed = time.monotonic() - started
     assert not result.ok and "did not finish within 1 s" in (result.error or "")
     assert elapsed < 5.0  # 4 requests of 20 s each were cut off, not waited for
@@ -108,18 +141,48 @@ def test_bad_arguments_and_unreachable_servers_are_errors(tmp_path: Path) -> Non
 
 
 REALISTIC_LINE = {
-    "tag": None, "backend": "sglang-oai-chat", "dataset_name": "random-ids", "request_rate": math.inf,
-    "max_concurrency": 8, "sharegpt_output_len": None, "random_input_len": 1000, "random_output_len": 1000,
-    "random_range_ratio": 1.0, "server_info": {"version": "0.5.8", "internal_states": []},
-    "duration": 95.41, "completed": 78, "total_input_tokens": 78000, "total_input_text_tokens": 78000,
-    "total_input_vision_tokens": 0, "total_output_tokens": 78000, "total_output_tokens_retokenized": 77912,
-    "request_throughput": 0.8175, "input_throughput": 817.5, "output_throughput": 817.5,
-    "total_throughput": 1635.0, "mean_e2e_latency_ms": 9521.3, "median_e2e_latency_ms": 9518.2,
-    "std_e2e_latency_ms": 40.1, "p90_e2e_latency_ms": 9570.2, "p99_e2e_latency_ms": 9601.4,
-    "mean_ttft_ms": 180.4, "median_ttft_ms": 175.2, "std_ttft_ms": 30.2, "p99_ttft_ms": 260.1,
-    "mean_tpot_ms": 9.35, "median_tpot_ms": 9.34, "std_tpot_ms": 0.1,
-    "p99_tpot_ms": 9.6, "mean_itl_ms": 9.35, "median_itl_ms": 9.1, "std_itl_ms": 2.0, "p95_itl_ms": 11.2,
-    "p99_itl_ms": 15.3, "concurrency": 7.98, "accept_length": 2.91, "max_output_tokens_per_s": 900.0,
+    "tag": None,
+    "backend": "sglang-oai-chat",
+    "dataset_name": "random-ids",
+    "request_rate": math.inf,
+    "max_concurrency": 8,
+    "sharegpt_output_len": None,
+    "random_input_len": 1000,
+    "random_output_len": 1000,
+    "random_range_ratio": 1.0,
+    "server_info": {"version": "0.5.8", "internal_states": []},
+    "duration": 95.41,
+    "completed": 78,
+    "total_input_tokens": 78000,
+    "total_input_text_tokens": 78000,
+    "total_input_vision_tokens": 0,
+    "total_output_tokens": 78000,
+    "total_output_tokens_retokenized": 77912,
+    "request_throughput": 0.8175,
+    "input_throughput": 817.5,
+    "output_throughput": 817.5,
+    "total_throughput": 1635.0,
+    "mean_e2e_latency_ms": 9521.3,
+    "median_e2e_latency_ms": 9518.2,
+    "std_e2e_latency_ms": 40.1,
+    "p90_e2e_latency_ms": 9570.2,
+    "p99_e2e_latency_ms": 9601.4,
+    "mean_ttft_ms": 180.4,
+    "median_ttft_ms": 175.2,
+    "std_ttft_ms": 30.2,
+    "p99_ttft_ms": 260.1,
+    "mean_tpot_ms": 9.35,
+    "median_tpot_ms": 9.34,
+    "std_tpot_ms": 0.1,
+    "p99_tpot_ms": 9.6,
+    "mean_itl_ms": 9.35,
+    "median_itl_ms": 9.1,
+    "std_itl_ms": 2.0,
+    "p95_itl_ms": 11.2,
+    "p99_itl_ms": 15.3,
+    "concurrency": 7.98,
+    "accept_length": 2.91,
+    "max_output_tokens_per_s": 900.0,
     "max_concurrent_requests": 8,
 }
 
@@ -138,9 +201,15 @@ def test_parse_a_realistic_bench_serving_line() -> None:
 
 
 def test_bench_serving_command_is_offline_safe() -> None:
-    params = BenchParams(base_url="http://10.0.0.2:30000/", model="kimi", concurrency=[1, 64],
-                         input_len=1000, output_len=500, ignore_eos=False,
-                         extra_body={"chat_template_kwargs": {"thinking": False}})
+    params = BenchParams(
+        base_url="http://10.0.0.2:30000/",
+        model="kimi",
+        concurrency=[1, 64],
+        input_len=1000,
+        output_len=500,
+        ignore_eos=False,
+        extra_body={"chat_template_kwargs": {"thinking": False}},
+    )
     argv = sglang_backend.build_command("/env/bin/python", params, 64, Path("/out/b.jsonl"), "/models/kimi")
     assert argv[:3] == ["/env/bin/python", "-m", "sglang.bench_serving"]
     flags = dict(zip(argv[3::2], argv[4::2], strict=False))
@@ -152,7 +221,7 @@ def test_bench_serving_command_is_offline_safe() -> None:
     assert '"thinking": false' in argv[argv.index("--extra-request-body") + 1]
 
 
-FAKE_BENCH_SERVING = '''
+FAKE_BENCH_SERVING = """
 import argparse, json, os, sys
 parser = argparse.ArgumentParser()
 for flag in ("--backend", "--base-url", "--model", "--dataset-name", "--random-input-len",
@@ -166,31 +235,46 @@ if os.environ.get("HF_HUB_OFFLINE") != "1" or args.dataset_name != "random-ids":
 line = dict(LINE, max_concurrency=int(args.max_concurrency), completed=int(args.num_prompts))
 with open(args.output_file, "a") as handle:
     handle.write(json.dumps(line) + "\\n")
-'''
+"""
 
 
 def test_sglang_backend_runs_bench_serving_in_the_engine_environment(tmp_path: Path) -> None:
     packages = tmp_path / "engine_packages" / "sglang"
     packages.mkdir(parents=True)
     (packages / "__init__.py").write_text("")
-    (packages / "bench_serving.py").write_text(f"LINE = {json.dumps(REALISTIC_LINE)!r}\n"
-                                               "import json\nLINE = json.loads(LINE)\n" + FAKE_BENCH_SERVING)
+    (packages / "bench_serving.py").write_text(
+        f"LINE = {json.dumps(REALISTIC_LINE)!r}\nimport json\nLINE = json.loads(LINE)\n" + FAKE_BENCH_SERVING
+    )
     python = tmp_path / "engine_python"
-    python.write_text(textwrap.dedent(f"""\
+    python.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         PYTHONPATH={packages.parent} exec {sys.executable} "$@"
-        """))
+        """)
+    )
     python.chmod(0o755)
     context = make_context(tmp_path)
     context.settings.engine_python = str(python)
-    result = call(context, "run_bench", {"base_url": "http://127.0.0.1:30000", "model": "kimi",
-                                         "backend": "sglang", "concurrency": [1, 8], "num_prompts": 20,
-                                         "correctness_probe": False})
+    result = call(
+        context,
+        "run_bench",
+        {
+            "base_url": "http://127.0.0.1:30000",
+            "model": "kimi",
+            "backend": "sglang",
+            "concurrency": [1, 8],
+            "num_prompts": 20,
+            "correctness_probe": False,
+        },
+    )
     assert result.ok, result.error
     assert result.output is not None and result.output["client"] == "sglang.bench_serving"
     levels = context.state.benchmarks[0].metrics["levels"]
     assert [(level["concurrency"], level["completed"]) for level in levels] == [(1, 20), (8, 20)]
     context.settings.engine_python = sys.executable
-    missing = call(context, "run_bench", {"base_url": "http://127.0.0.1:30000", "model": "kimi",
-                                          "backend": "sglang", "correctness_probe": False})
+    missing = call(
+        context,
+        "run_bench",
+        {"base_url": "http://127.0.0.1:30000", "model": "kimi", "backend": "sglang", "correctness_probe": False},
+    )
     assert not missing.ok and "has no sglang" in (missing.error or "")

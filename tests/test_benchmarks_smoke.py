@@ -19,8 +19,15 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_benchmark(name: str, *arguments: str, timeout: float = 120.0) -> dict[str, Any]:
-    result = subprocess.run([sys.executable, "-m", f"benchmarks.{name}", *arguments], capture_output=True,
-                            text=True, cwd=REPO_ROOT, env=agent_environment(), timeout=timeout, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", *arguments],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=agent_environment(),
+        timeout=timeout,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
     assert len(lines) == 1, result.stdout[-2000:]
@@ -49,8 +56,7 @@ def test_prompt_size_counts_every_model_call() -> None:
     assert result["exit_event"] == "done" and result["rejected_requests"] == 0
     assert result["model_calls"] == 13  # one call per step, and the one that finishes
     assert [window["step"] for window in result["windows"]] == [4, 12]
-    assert all(window["min_tokens"] <= window["median_tokens"] <= window["max_tokens"]
-               for window in result["windows"])
+    assert all(window["min_tokens"] <= window["median_tokens"] <= window["max_tokens"] for window in result["windows"])
     assert result["windows"][1]["median_tokens"] > result["windows"][0]["median_tokens"]  # below the budget: grows
     assert result["usage_input_tokens"] > 0 and result["ratio"]["value"] > 1
 
@@ -67,9 +73,27 @@ def test_logs_compares_tail_and_diagnosis_with_gnu_tools() -> None:
 
 
 def test_bench_client_measures_cpu_rate_and_accuracy() -> None:
-    result = run_benchmark("bench_client", "--reference", "skip", "--requests", "4", "--long-tokens", "24",
-                           "--short-tokens", "4", "--many-requests", "12", "--rate-requests", "24",
-                           "--accuracy-requests", "4", "--accuracy-tokens", "12", "--ttft-ms", "10")
+    result = run_benchmark(
+        "bench_client",
+        "--reference",
+        "skip",
+        "--requests",
+        "4",
+        "--long-tokens",
+        "24",
+        "--short-tokens",
+        "4",
+        "--many-requests",
+        "12",
+        "--rate-requests",
+        "24",
+        "--accuracy-requests",
+        "4",
+        "--accuracy-tokens",
+        "12",
+        "--ttft-ms",
+        "10",
+    )
     ours = result["opsloop"]
     assert ours["cpu"]["failed_requests"] == 0
     assert [run["output_tokens"] for run in ours["cpu"]["runs"]] == [4 * 24, 4 * 4, 12 * 4]

@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 
 from agent.cli import app
 
-RECORD_PLAN = {"tool": "update_state", "arguments": {
-    "tasks": [{"id": "t1", "title": "plan"}], "findings": [{"summary": "planned", "evidence": ["e1"]}]}}
+RECORD_PLAN = {
+    "tool": "update_state",
+    "arguments": {"tasks": [{"id": "t1", "title": "plan"}], "findings": [{"summary": "planned", "evidence": ["e1"]}]},
+}
 
 
 def _script(tmp_path: Path, *decisions: object) -> Path:
@@ -27,8 +29,7 @@ def _state(state_dir: Path) -> dict[str, object]:
 def test_a_run_that_reaches_its_goal_exits_0_and_leaves_a_readable_state(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     script = _script(tmp_path, RECORD_PLAN, {"finish": "served at 63.6 tok/s"})
-    done = run_agent("run", "--goal", "serve it", "--policy", "scripted", "--script", script,
-                     "--state-dir", state_dir)
+    done = run_agent("run", "--goal", "serve it", "--policy", "scripted", "--script", script, "--state-dir", state_dir)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("DONE: serve it") and "served at 63.6 tok/s" in done.stdout
     assert "step 0: update_state" in done.stderr
@@ -42,8 +43,9 @@ def test_a_run_that_reaches_its_goal_exits_0_and_leaves_a_readable_state(tmp_pat
 
 def test_blocked_exits_3_then_an_answer_and_a_resume_finish_the_run(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
-    script = _script(tmp_path, {"ask": "Which port?", "options": ["8000", "30000"], "hypothesis": "either"},
-                     {"finish": "ok"})
+    script = _script(
+        tmp_path, {"ask": "Which port?", "options": ["8000", "30000"], "hypothesis": "either"}, {"finish": "ok"}
+    )
     blocked = run_agent("run", "-g", "g", "--script", script, "--state-dir", state_dir)
     assert blocked.returncode == 3, blocked.stderr
     assert "Which port?" in blocked.stdout and f"agent resume {state_dir}/latest.json" in blocked.stdout
@@ -62,8 +64,9 @@ def test_blocked_exits_3_then_an_answer_and_a_resume_finish_the_run(tmp_path: Pa
 
 def test_ask_answer_records_and_resume_continues(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
-    blocked = run_agent("run", "-g", "g", "--script", _script(tmp_path, {"ask": "Go?"}, {"finish": "went"}),
-                        "--state-dir", state_dir)
+    blocked = run_agent(
+        "run", "-g", "g", "--script", _script(tmp_path, {"ask": "Go?"}, {"finish": "went"}), "--state-dir", state_dir
+    )
     assert blocked.returncode == 3, blocked.stderr
     answered = run_agent("ask", "--answer", "go", "--state-dir", state_dir, "--json")
     assert answered.returncode == 0, answered.stderr
@@ -80,20 +83,24 @@ def test_a_run_that_gives_up_exits_1(tmp_path: Path) -> None:
     assert _state(state_dir)["status"] == "failed"
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    (["run", "-g", "g", "--policy", "guess"], "policy"),
-    (["run", "-g", "g", "--policy", "scripted"], "needs a decisions file"),
-    (["run", "-g", "g", "--script", "missing.json"], "cannot read script"),
-    (["run", "-g", "g", "--script", "SCRIPT", "--notify", "pager:1"], "unknown notify spec"),
-    (["run", "-g", "g", "--script", "SCRIPT", "--config", "missing.toml"], "does not exist"),
-    (["run", "-g", "g", "--script", "SCRIPT", "--sim", "no-such-scenario"], "cannot load simulation scenario"),
-    (["resume"], "no state file at"),
-    (["status", "state/latest.json"], "no state file at"),
-    (["status", "elsewhere/latest.json"], "give one or the other"),
-    (["ask", "--answer", "x"], "no state file at"),
-])
-def test_usage_errors_exit_2_with_one_line(tmp_path: Path, arguments: list[str], message: str,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["run", "-g", "g", "--policy", "guess"], "policy"),
+        (["run", "-g", "g", "--policy", "scripted"], "needs a decisions file"),
+        (["run", "-g", "g", "--script", "missing.json"], "cannot read script"),
+        (["run", "-g", "g", "--script", "SCRIPT", "--notify", "pager:1"], "unknown notify spec"),
+        (["run", "-g", "g", "--script", "SCRIPT", "--config", "missing.toml"], "does not exist"),
+        (["run", "-g", "g", "--script", "SCRIPT", "--sim", "no-such-scenario"], "cannot load simulation scenario"),
+        (["resume"], "no state file at"),
+        (["status", "state/latest.json"], "no state file at"),
+        (["status", "elsewhere/latest.json"], "give one or the other"),
+        (["ask", "--answer", "x"], "no state file at"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    tmp_path: Path, arguments: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """In-process through the same typer app (the subprocess case below proves the real process agrees)."""
     monkeypatch.chdir(tmp_path)
     script = _script(tmp_path, {"finish": "ok"})
@@ -120,8 +127,10 @@ def test_a_corrupt_state_is_named_never_overwritten_and_archived_only_on_request
     corrupt = latest.read_bytes()
 
     commands: list[list[str | Path]] = [
-        ["resume", latest], ["ask", "--answer", "x", "--state-dir", state_dir],
-        ["run", "-g", "again", "--script", script, "--state-dir", state_dir]]
+        ["resume", latest],
+        ["ask", "--answer", "x", "--state-dir", state_dir],
+        ["run", "-g", "again", "--script", script, "--state-dir", state_dir],
+    ]
     for command in commands:
         refused = run_agent(*command)
         assert refused.returncode == 2 and str(latest) in refused.stderr and "Traceback" not in refused.stderr
@@ -144,8 +153,9 @@ def test_an_unfinished_run_is_not_replaced_without_new(tmp_path: Path) -> None:
 
 def test_a_budget_stop_is_a_question_and_extend_continues(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
-    decisions = [{"tool": "update_state", "arguments": {"findings": [{"summary": f"f{number}"}]}}
-                 for number in range(3)]
+    decisions = [
+        {"tool": "update_state", "arguments": {"findings": [{"summary": f"f{number}"}]}} for number in range(3)
+    ]
     script = _script(tmp_path, *decisions, {"finish": "ok"})
     limited = run_agent("run", "-g", "g", "--script", script, "--max-steps", "1", "--state-dir", state_dir)
     assert limited.returncode == 3 and "Budget reached (steps: 1 of 1); extend?" in limited.stdout
@@ -157,12 +167,14 @@ def test_a_budget_stop_is_a_question_and_extend_continues(tmp_path: Path) -> Non
     assert [item for item in findings if item.startswith("f")] == ["f0", "f1", "f2"]
 
 
-def test_notifications_are_sent_on_blocked_and_done_across_a_resume(tmp_path: Path,
-                                                                    http_receiver: HttpReceiver) -> None:
+def test_notifications_are_sent_on_blocked_and_done_across_a_resume(
+    tmp_path: Path, http_receiver: HttpReceiver
+) -> None:
     state_dir = tmp_path / "state"
     script = _script(tmp_path, RECORD_PLAN, {"ask": "Reset GPU 3?", "evidence": ["Xid 79"]}, {"finish": "ok"})
-    run_agent("run", "-g", "g", "--script", script, "--notify", f"webhook:{http_receiver.url()}",
-              "--state-dir", state_dir)
+    run_agent(
+        "run", "-g", "g", "--script", script, "--notify", f"webhook:{http_receiver.url()}", "--state-dir", state_dir
+    )
     run_agent("resume", state_dir, "--answer", "no")
     events = [request.json()["event"] for request in http_receiver.requests]
     assert events == ["blocked", "done"]
@@ -174,23 +186,39 @@ def test_notifications_are_sent_on_blocked_and_done_across_a_resume(tmp_path: Pa
 def test_a_config_file_in_the_state_directory_is_read(tmp_path: Path, http_receiver: HttpReceiver) -> None:
     state_dir = tmp_path / "state"
     state_dir.mkdir()
-    (state_dir / "agent.toml").write_text(f'[notify]\nchannels = ["ntfy:{http_receiver.url("/topic")}"]\n'
-                                          "[limits]\nmax_steps = 7\n")
+    (state_dir / "agent.toml").write_text(
+        f'[notify]\nchannels = ["ntfy:{http_receiver.url("/topic")}"]\n[limits]\nmax_steps = 7\n'
+    )
     run_agent("run", "-g", "g", "--script", _script(tmp_path, {"finish": "ok"}), "--state-dir", state_dir)
     assert http_receiver.requests[0].path == "/topic"
     assert _state(state_dir)["limits"]["max_steps"] == 7  # type: ignore[index]
 
 
-def test_secrets_never_reach_state_journal_or_notifications(tmp_path: Path,
-                                                            http_receiver: HttpReceiver) -> None:
+def test_secrets_never_reach_state_journal_or_notifications(tmp_path: Path, http_receiver: HttpReceiver) -> None:
     state_dir = tmp_path / "state"
     key, token = "sk-proj-cli-secret-abcdefghijklmnop", "hf_CliSecretTokenAbcdefghij"
-    leak = {"tool": "update_state", "arguments": {"findings": [
-        {"summary": f"launched with OPENAI_API_KEY={key}", "evidence": [f"HF_TOKEN={token}", f"key {key}"]}]}}
+    leak = {
+        "tool": "update_state",
+        "arguments": {
+            "findings": [
+                {"summary": f"launched with OPENAI_API_KEY={key}", "evidence": [f"HF_TOKEN={token}", f"key {key}"]}
+            ]
+        },
+    }
     script = _script(tmp_path, leak, {"ask": f"Is {key} valid?", "evidence": [token]})
     environment = agent_environment(OPENAI_API_KEY=key, HF_TOKEN=token)
-    result = run_agent("run", "-g", "g", "--script", script, "--notify", f"webhook:{http_receiver.url()}",
-                       "--state-dir", state_dir, environment=environment)
+    result = run_agent(
+        "run",
+        "-g",
+        "g",
+        "--script",
+        script,
+        "--notify",
+        f"webhook:{http_receiver.url()}",
+        "--state-dir",
+        state_dir,
+        environment=environment,
+    )
     assert result.returncode == 3, result.stderr
     written = [path.read_text() for path in state_dir.rglob("*") if path.is_file()]
     written += [request.body.decode() for request in http_receiver.requests]

@@ -26,7 +26,9 @@ def test_defaults_without_any_layer(tmp_path: Path) -> None:
 
 
 def test_each_layer_overrides_the_one_below(tmp_path: Path) -> None:
-    _write(tmp_path / "agent.toml", """
+    _write(
+        tmp_path / "agent.toml",
+        """
 policy = "runbook"
 [limits]
 max_steps = 10
@@ -34,9 +36,13 @@ max_cost_usd = 3.5
 [notify.smtp]
 host = "mail.example"
 port = 2525
-""")
-    environ = {"OPSLOOP_MAX_STEPS": "20", "OPSLOOP_SMTP_PORT": "2526",
-               "OPSLOOP_NOTIFY": "desktop, ntfy:http://127.0.0.1:1/t"}
+""",
+    )
+    environ = {
+        "OPSLOOP_MAX_STEPS": "20",
+        "OPSLOOP_SMTP_PORT": "2526",
+        "OPSLOOP_NOTIFY": "desktop, ntfy:http://127.0.0.1:1/t",
+    }
     config = load_config(tmp_path, environ=environ, overrides={"limits": {"max_steps": 30}})
     assert config.policy == "runbook"  # file
     assert config.limits.max_cost_usd == 3.5  # file, untouched by other layers
@@ -46,17 +52,22 @@ port = 2525
 
 
 def test_an_explicit_config_file_replaces_the_state_directory_one(tmp_path: Path) -> None:
-    _write(tmp_path / "agent.toml", "policy = \"runbook\"\n")
-    other = _write(tmp_path / "other.toml", "policy = \"scripted\"\nscript = \"plan.json\"\n")
+    _write(tmp_path / "agent.toml", 'policy = "runbook"\n')
+    other = _write(tmp_path / "other.toml", 'policy = "scripted"\nscript = "plan.json"\n')
     assert load_config(tmp_path, other, environ={}).policy == "scripted"
 
 
-@pytest.mark.parametrize(("setup", "message"), [
-    (lambda d: _write(d / "agent.toml", "[limits]\nmax_steps = \"many\"\n"),
-     "config file .*agent.toml: limits.max_steps"),
-    (lambda d: _write(d / "agent.toml", "[limits\n"), "not valid TOML"),
-    (lambda d: _write(d / "agent.toml", "colour = \"blue\"\n"), "colour: Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (
+            lambda d: _write(d / "agent.toml", '[limits]\nmax_steps = "many"\n'),
+            "config file .*agent.toml: limits.max_steps",
+        ),
+        (lambda d: _write(d / "agent.toml", "[limits\n"), "not valid TOML"),
+        (lambda d: _write(d / "agent.toml", 'colour = "blue"\n'), "colour: Extra inputs are not permitted"),
+    ],
+)
 def test_bad_files_give_one_line_naming_file_and_field(tmp_path: Path, setup: object, message: str) -> None:
     setup(tmp_path)  # type: ignore[operator]
     with pytest.raises(UsageError, match=message) as raised:
@@ -109,9 +120,12 @@ def test_the_simulated_host_gets_short_benchmarks_unless_the_runbook_is_configur
 
 
 def test_each_effective_setting_names_the_layer_it_came_from(tmp_path: Path) -> None:
-    _write(tmp_path / "agent.toml", "[limits]\nmax_steps = 10\nmax_cost_usd = 3.5\n[llm]\nprovider = \"openai\"\n")
-    layers = read_layers(tmp_path, environ={"OPSLOOP_MAX_STEPS": "20", "OPSLOOP_LLM_MODEL": "m"},
-                         overrides={"limits": {"max_steps": 30}, "notify": {"channels": ["desktop"]}})
+    _write(tmp_path / "agent.toml", '[limits]\nmax_steps = 10\nmax_cost_usd = 3.5\n[llm]\nprovider = "openai"\n')
+    layers = read_layers(
+        tmp_path,
+        environ={"OPSLOOP_MAX_STEPS": "20", "OPSLOOP_LLM_MODEL": "m"},
+        overrides={"limits": {"max_steps": 30}, "notify": {"channels": ["desktop"]}},
+    )
     sources = {source.key: source for source in describe_sources(validate(layers), layers)}
     assert (sources["limits.max_steps"].value, sources["limits.max_steps"].kind) == (30, "flag")
     cost = sources["limits.max_cost_usd"]
@@ -124,7 +138,7 @@ def test_each_effective_setting_names_the_layer_it_came_from(tmp_path: Path) -> 
 def test_config_show_prints_the_run_settings_with_their_sources_and_masks_secrets(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     state_dir.mkdir()
-    _write(state_dir / "agent.toml", "[notify.smtp]\npassword = \"correct-horse-battery\"\n")
+    _write(state_dir / "agent.toml", '[notify.smtp]\npassword = "correct-horse-battery"\n')
     shown = run_agent("config", "show", "--state-dir", state_dir, "--json")
     assert shown.returncode == 0, shown.stderr
     settings = {item["setting"]: item for item in json.loads(shown.stdout)["settings"]}
@@ -137,8 +151,9 @@ def test_config_show_prints_the_run_settings_with_their_sources_and_masks_secret
 def test_config_show_includes_the_flags_the_run_was_started_with(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     script = write_script(tmp_path / "done.json", [{"finish": "nothing to do"}])
-    started = run_agent("run", "-g", "g", "--policy", "scripted", "--script", script, "--max-steps", "7",
-                        "--state-dir", state_dir)
+    started = run_agent(
+        "run", "-g", "g", "--policy", "scripted", "--script", script, "--max-steps", "7", "--state-dir", state_dir
+    )
     assert started.returncode == 0, started.stderr
     shown = run_agent("config", "show", "--state-dir", state_dir, "--json")
     settings = {item["setting"]: item for item in json.loads(shown.stdout)["settings"]}

@@ -18,18 +18,20 @@ def _finding(summary: str) -> dict[str, Any]:
 
 
 def _plan(tmp_path: Path, wait_seconds: float = 30.0) -> Path:
-    return write_script(tmp_path / "plan.json", [
-        {"tool": "update_state", "arguments": {"tasks": [{"id": "t1", "title": "before"}]}},
-        _finding("f1"),
-        {"tool": "wait", "arguments": {"seconds": wait_seconds, "reason": "a slow step"}},
-        _finding("f2"),
-        {"finish": "all steps played"},
-    ])
+    return write_script(
+        tmp_path / "plan.json",
+        [
+            {"tool": "update_state", "arguments": {"tasks": [{"id": "t1", "title": "before"}]}},
+            _finding("f1"),
+            {"tool": "wait", "arguments": {"seconds": wait_seconds, "reason": "a slow step"}},
+            _finding("f2"),
+            {"finish": "all steps played"},
+        ],
+    )
 
 
 def _intent_of(state_dir: Path, tool: str) -> bool:
-    return any(entry.get("kind") == "intent" and entry.get("tool") == tool
-               for entry in journal_records(state_dir))
+    return any(entry.get("kind") == "intent" and entry.get("tool") == tool for entry in journal_records(state_dir))
 
 
 def test_sigkill_mid_step_then_resume_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
@@ -60,8 +62,7 @@ def test_sigkill_mid_step_then_resume_loses_nothing_and_repeats_nothing(tmp_path
     assert len(intents) == len(set(intents)) == 4, "no call was started twice"
     results = {entry["call_id"]: entry for entry in records if entry["kind"] == "result"}
     assert set(results) == set(intents), "every started call has exactly one result"
-    wait_call = next(entry["call_id"] for entry in records
-                     if entry["kind"] == "intent" and entry["tool"] == "wait")
+    wait_call = next(entry["call_id"] for entry in records if entry["kind"] == "intent" and entry["tool"] == "wait")
     assert results[wait_call]["interrupted"] and results[wait_call]["recovered"]
     assert [entry["resumed"] for entry in records if entry["kind"] == "start"] == [False, True]
 
@@ -71,8 +72,11 @@ def test_two_agents_on_one_state_directory_exactly_one_runs(tmp_path: Path) -> N
     first = start_agent("run", "-g", "first", "--script", _plan(tmp_path), "--state-dir", state_dir)
     try:
         assert wait_for(lambda: _intent_of(state_dir, "wait"))
-        for command in (["run", "-g", "second", "--script", tmp_path / "plan.json", "--new"], ["resume"],
-                        ["ask", "--answer", "x"]):
+        for command in (
+            ["run", "-g", "second", "--script", tmp_path / "plan.json", "--new"],
+            ["resume"],
+            ["ask", "--answer", "x"],
+        ):
             second = run_agent(*command, "--state-dir", state_dir)
             assert second.returncode == 2, second.stderr
             assert f"in use by a running agent (PID {first.pid})" in second.stderr

@@ -58,9 +58,21 @@ def test_realistic_logs_are_classified(name: str, expected: str, key_text: str, 
 
 def test_every_class_is_covered_by_a_realistic_log() -> None:
     covered = {expected for _, expected, _, _ in CASES} | {"nccl_hang"}
-    assert covered == {"healthy", "loading", "nccl_hang", "nccl_error", "cuda_oom", "unsupported_arch",
-                       "cuda_graph_capture_failure", "port_in_use", "model_load_error", "spec_decode_problem",
-                       "process_killed", "gpu_hardware_fault", "unknown"}
+    assert covered == {
+        "healthy",
+        "loading",
+        "nccl_hang",
+        "nccl_error",
+        "cuda_oom",
+        "unsupported_arch",
+        "cuda_graph_capture_failure",
+        "port_in_use",
+        "model_load_error",
+        "spec_decode_problem",
+        "process_killed",
+        "gpu_hardware_fault",
+        "unknown",
+    }
 
 
 def test_json_shape_and_machine_usable_remedies() -> None:
@@ -82,7 +94,8 @@ def test_harmless_warnings_do_not_make_a_healthy_log_fail() -> None:
 def test_failure_after_ready_beats_the_ready_line() -> None:
     text = (LOGS / "sglang-healthy.log").read_text() + (
         "[2026-03-02 11:00:00 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
     assert diagnose_text(text).diagnosis_class == "cuda_oom"
 
 
@@ -126,8 +139,10 @@ def test_empty_log_is_unknown() -> None:
 
 def test_big_log_is_diagnosed_from_a_bounded_window(tmp_path: Path) -> None:
     log = tmp_path / "big.log"
-    steady = (b"[2026-03-02 10:19:02 TP0] Decode batch, #running-req: 31, #token: 31200, token usage: 0.10, "
-              b"cuda graph: True, gen throughput (token/s): 1221.40, #queue-req: 0,\n")
+    steady = (
+        b"[2026-03-02 10:19:02 TP0] Decode batch, #running-req: 31, #token: 31200, token usage: 0.10, "
+        b"cuda graph: True, gen throughput (token/s): 1221.40, #queue-req: 0,\n"
+    )
     with open(log, "wb") as handle:
         handle.write((LOGS / "sglang-healthy.log").read_bytes())
         handle.write(steady * 60_000)  # about 9 MB of steady state
@@ -143,7 +158,9 @@ def test_big_log_is_diagnosed_from_a_bounded_window(tmp_path: Path) -> None:
 
 def test_the_library_is_data_that_can_be_extended() -> None:
     text = (Path(__file__).resolve().parents[1] / "tools" / "logs" / "signatures.toml").read_text()
-    extended = parse_library(text + """
+    extended = parse_library(
+        text
+        + """
 [[signatures]]
 id = "custom-disk-full"
 class = "model_load_error"
@@ -153,7 +170,8 @@ priority = 95
 confidence = 0.9
 remedies = ["check_model_path"]
 summary = "The disk is full."
-""")
+"""
+    )
     log_text = "Load weight begin\nOSError: [Errno 28] No space left on device\n"
     diagnosis = diagnose_text(log_text, library=extended)
     assert diagnosis.diagnosis_class == "model_load_error" and diagnosis.signature == "custom-disk-full"

@@ -23,7 +23,7 @@ COMMANDS = typer.main.get_command(app)
 def _paragraph(text: str, start: str) -> str:
     begin = text.index(start)
     end = text.find("\n\n", begin)
-    return text[begin:end if end != -1 else None]
+    return text[begin : end if end != -1 else None]
 
 
 def test_the_commands_table_lists_every_command() -> None:

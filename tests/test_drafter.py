@@ -36,15 +36,32 @@ def setup(tmp_path: Path) -> dict[str, str]:
     (checkout / "scripts").mkdir(parents=True)
     # The checkout's data script is the digital twin's stand-in, run by file path like the real one.
     (checkout / "scripts" / "regenerate_train_data.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(REPO_ROOT)!r})\nfrom twin.regenerate import main\nsys.exit(main())\n")
+        f"import sys\nsys.path.insert(0, {str(REPO_ROOT)!r})\nfrom twin.regenerate import main\nsys.exit(main())\n"
+    )
     draft = tmp_path / "draft.json"
     draft.write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1}))
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"id": str(index), "conversations": [
-        {"role": "user", "content": f"question {index}"}, {"role": "assistant", "content": "old answer"}]}) + "\n"
-        for index in range(5)))
-    return {"python": str(bin_dir / "python"), "specforge_dir": str(checkout), "draft_model_config": str(draft),
-            "input_data_path": str(prompts)}
+    prompts.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": str(index),
+                    "conversations": [
+                        {"role": "user", "content": f"question {index}"},
+                        {"role": "assistant", "content": "old answer"},
+                    ],
+                }
+            )
+            + "\n"
+            for index in range(5)
+        )
+    )
+    return {
+        "python": str(bin_dir / "python"),
+        "specforge_dir": str(checkout),
+        "draft_model_config": str(draft),
+        "input_data_path": str(prompts),
+    }
 
 
 def make(tmp_path: Path, setup: dict[str, str]) -> ToolContext:
@@ -58,17 +75,36 @@ def call(context: ToolContext, name: str, arguments: dict[str, object]) -> ToolR
 
 
 def pipeline_args(setup: dict[str, str], **extra: object) -> dict[str, object]:
-    return {"name": "d1", "target_model_path": "fake-model", "draft_model_config": setup["draft_model_config"],
-            "specforge_dir": setup["specforge_dir"], "input_data_path": setup["input_data_path"],
-            "max_steps": 40, "log_interval": 10, "learning_rate": 5e-5, "poll_seconds": 0.1, **extra}
+    return {
+        "name": "d1",
+        "target_model_path": "fake-model",
+        "draft_model_config": setup["draft_model_config"],
+        "specforge_dir": setup["specforge_dir"],
+        "input_data_path": setup["input_data_path"],
+        "max_steps": 40,
+        "log_interval": 10,
+        "learning_rate": 5e-5,
+        "poll_seconds": 0.1,
+        **extra,
+    }
 
 
 def test_full_pipeline_regenerates_trains_and_exports(tmp_path: Path, setup: dict[str, str]) -> None:
     context = make(tmp_path, setup)
     with fake_server() as url:
         port = int(url.rsplit(":", 1)[1])
-        context.state.processes.append(ProcessRecord(name="engine", pid=1, create_time=0.0, argv=["sglang"],
-                                                     log_path="x", port=port, kind="engine", state="ready"))
+        context.state.processes.append(
+            ProcessRecord(
+                name="engine",
+                pid=1,
+                create_time=0.0,
+                argv=["sglang"],
+                log_path="x",
+                port=port,
+                kind="engine",
+                state="ready",
+            )
+        )
         result = call(context, "train_drafter", pipeline_args(setup, wait=True, wait_timeout_seconds=60))
     assert result.ok, result.error
     output = result.output
@@ -97,9 +133,18 @@ def test_background_run_reports_progress_and_can_be_stopped(tmp_path: Path, setu
     context = make(tmp_path, setup)
     train_data = tmp_path / "data.jsonl"
     train_data.write_text('{"conversations": []}\n')
-    started = call(context, "train_drafter", pipeline_args(
-        setup, stages=["train", "export"], train_data_path=str(train_data), max_steps=100000, log_interval=5,
-        env={"FAKE_SPECFORGE_STEP_SECONDS": "0.002"}))
+    started = call(
+        context,
+        "train_drafter",
+        pipeline_args(
+            setup,
+            stages=["train", "export"],
+            train_data_path=str(train_data),
+            max_steps=100000,
+            log_interval=5,
+            env={"FAKE_SPECFORGE_STEP_SECONDS": "0.002"},
+        ),
+    )
     assert started.ok, started.error
     assert started.output is not None and started.output["state"] in ("starting", "running")
     assert started.output["exported_path"] is None
@@ -126,9 +171,17 @@ def test_a_failing_stage_fails_the_run_with_evidence(tmp_path: Path, setup: dict
     context = make(tmp_path, setup)
     train_data = tmp_path / "data.jsonl"
     train_data.write_text('{"conversations": []}\n')
-    result = call(context, "train_drafter", pipeline_args(
-        setup, stages=["train", "export"], train_data_path=str(train_data), wait=True,
-        env={"FAKE_SPECFORGE_FAIL": "train"}))
+    result = call(
+        context,
+        "train_drafter",
+        pipeline_args(
+            setup,
+            stages=["train", "export"],
+            train_data_path=str(train_data),
+            wait=True,
+            env={"FAKE_SPECFORGE_FAIL": "train"},
+        ),
+    )
     assert result.ok and result.output is not None
     assert result.output["state"] == "failed" and result.output["progress"]["stage"] == "train"
     assert "exited with 1" in result.output["progress"]["error"]
@@ -137,15 +190,19 @@ def test_a_failing_stage_fails_the_run_with_evidence(tmp_path: Path, setup: dict
     assert any("OutOfMemoryError" in line for line in finding.evidence)
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    ({"draft_model_config": None}, "draft_model_config"),
-    ({"specforge_dir": None}, "specforge_dir"),
-    ({"stages": ["export", "train"]}, "ordered"),
-    ({"stages": ["train"], "input_data_path": None}, "train_data_path"),
-    ({"name": "../evil"}, "name"),
-])
-def test_bad_arguments_are_refused(tmp_path: Path, setup: dict[str, str], extra: dict[str, object],
-                                   message: str) -> None:
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"draft_model_config": None}, "draft_model_config"),
+        ({"specforge_dir": None}, "specforge_dir"),
+        ({"stages": ["export", "train"]}, "ordered"),
+        ({"stages": ["train"], "input_data_path": None}, "train_data_path"),
+        ({"name": "../evil"}, "name"),
+    ],
+)
+def test_bad_arguments_are_refused(
+    tmp_path: Path, setup: dict[str, str], extra: dict[str, object], message: str
+) -> None:
     result = call(make(tmp_path, setup), "train_drafter", {**pipeline_args(setup), **extra})
     assert not result.ok and message in (result.error or "")
 
@@ -175,10 +232,12 @@ def test_progress_lines_in_specforge_format() -> None:
 
 
 def test_run_config_yaml_reads_back_with_types() -> None:
-    document = {"model": {"target_model_path": "/models/kimi k2", "trust_remote_code": True},
-                "training": {"learning_rate": 5e-05, "max_grad_norm": 0.5, "num_epochs": 10, "resume_from": None},
-                "deployment": {"disaggregated": {"server_urls": ["http://127.0.0.1:30000", "http://h2:30000"]}},
-                "run_id": "run-1"}
+    document = {
+        "model": {"target_model_path": "/models/kimi k2", "trust_remote_code": True},
+        "training": {"learning_rate": 5e-05, "max_grad_norm": 0.5, "num_epochs": 10, "resume_from": None},
+        "deployment": {"disaggregated": {"server_urls": ["http://127.0.0.1:30000", "http://h2:30000"]}},
+        "run_id": "run-1",
+    }
     text = to_yaml(document)
     assert "learning_rate: 5.0e-05" in text  # PyYAML (YAML 1.1) needs the dot to read a float
     assert parse_yaml(text) == document
@@ -192,10 +251,22 @@ def test_the_simulated_host_runs_the_same_pipeline_with_its_specforge_stand_in(t
     context = make_context(tmp_path, host=host)
     data = tmp_path / "sharegpt.jsonl"
     write_jsonl(data, generic_records(8))
-    result = call(context, "train_drafter", {
-        "name": "sim-drafter", "target_model_path": host.scenario.model.name, "stages": ["train", "export"],
-        "train_data_path": str(data), "draft_model_config": str(host.layout.draft_config(host.scenario)),
-        "max_steps": 30, "log_interval": 10, "wait": True, "poll_seconds": 0.1, "wait_timeout_seconds": 60})
+    result = call(
+        context,
+        "train_drafter",
+        {
+            "name": "sim-drafter",
+            "target_model_path": host.scenario.model.name,
+            "stages": ["train", "export"],
+            "train_data_path": str(data),
+            "draft_model_config": str(host.layout.draft_config(host.scenario)),
+            "max_steps": 30,
+            "log_interval": 10,
+            "wait": True,
+            "poll_seconds": 0.1,
+            "wait_timeout_seconds": 60,
+        },
+    )
     assert result.ok and result.output is not None, result.error
     assert result.output["state"] == "done", result.output["progress"]
     assert result.output["progress"]["step"] == 30 and result.output["progress"]["loss"] is not None

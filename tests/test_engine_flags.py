@@ -34,8 +34,13 @@ def test_release_parsing() -> None:
 
 
 def test_sglang_0_5_8_uses_the_old_graph_and_dp_attention_flags() -> None:
-    command = build_command(config(tp_size=8, dp_size=8, dp_attention=True, cuda_graph_max_bs=64,
-                                   disable_cuda_graph=True, mem_fraction=0.85), PYTHON, "0.5.8")
+    command = build_command(
+        config(
+            tp_size=8, dp_size=8, dp_attention=True, cuda_graph_max_bs=64, disable_cuda_graph=True, mem_fraction=0.85
+        ),
+        PYTHON,
+        "0.5.8",
+    )
     argv = command.argv
     assert argv[:3] == [PYTHON, "-m", "sglang.launch_server"]
     assert value_after(argv, "--cuda-graph-max-bs") == "64"
@@ -69,8 +74,14 @@ def test_unknown_version_uses_the_newest_flags_and_says_so() -> None:
 
 
 def test_eagle3_flags_and_sglang_adjustments() -> None:
-    speculative = {"draft_model_path": "/models/kimi-eagle3", "num_steps": 3, "eagle_topk": 1,
-                   "num_draft_tokens": 6, "draft_attention_backend": "triton", "enable_spec_v2": True}
+    speculative = {
+        "draft_model_path": "/models/kimi-eagle3",
+        "num_steps": 3,
+        "eagle_topk": 1,
+        "num_draft_tokens": 6,
+        "draft_attention_backend": "triton",
+        "enable_spec_v2": True,
+    }
     old = build_command(config(speculative=speculative), PYTHON, "0.5.8")
     assert value_after(old.argv, "--speculative-algorithm") == "EAGLE3"
     assert value_after(old.argv, "--speculative-draft-model-path") == "/models/kimi-eagle3"
@@ -99,8 +110,7 @@ def test_attention_backend_checked_against_the_release() -> None:
 
 
 def test_multi_node_flags() -> None:
-    worker = build_command(config(tp_size=16, nnodes=2, node_rank=1, dist_init_addr="10.0.0.1:25000"),
-                           PYTHON, "0.5.8")
+    worker = build_command(config(tp_size=16, nnodes=2, node_rank=1, dist_init_addr="10.0.0.1:25000"), PYTHON, "0.5.8")
     assert value_after(worker.argv, "--nnodes") == "2"
     assert value_after(worker.argv, "--node-rank") == "1"
     assert value_after(worker.argv, "--dist-init-addr") == "10.0.0.1:25000"
@@ -111,16 +121,24 @@ def test_multi_node_flags() -> None:
 
 
 def test_extra_flags_and_environment_are_passed_through() -> None:
-    command = build_command(config(extra_flags=["--watchdog-timeout", "900"],
-                                   env={"NCCL_P2P_DISABLE": "1"}), PYTHON, "0.5.8")
+    command = build_command(
+        config(extra_flags=["--watchdog-timeout", "900"], env={"NCCL_P2P_DISABLE": "1"}), PYTHON, "0.5.8"
+    )
     assert command.argv[-2:] == ["--watchdog-timeout", "900"]
     assert command.env["NCCL_P2P_DISABLE"] == "1"
 
 
 def test_vllm_0_33_serve_command() -> None:
-    vllm = EngineLaunchConfig(engine="vllm", model_path="/models/Kimi-K2.5", tp_size=8, mem_fraction=0.9,
-                              attention_backend="triton", cuda_graph_max_bs=16, context_length=65536,
-                              speculative={"draft_model_path": "/models/kimi-eagle3-mla", "num_steps": 3})
+    vllm = EngineLaunchConfig(
+        engine="vllm",
+        model_path="/models/Kimi-K2.5",
+        tp_size=8,
+        mem_fraction=0.9,
+        attention_backend="triton",
+        cuda_graph_max_bs=16,
+        context_length=65536,
+        speculative={"draft_model_path": "/models/kimi-eagle3-mla", "num_steps": 3},
+    )
     command = build_command(vllm, PYTHON, "0.33.0")
     argv = command.argv
     assert argv[:3] == ["/envs/engine/bin/vllm", "serve", "/models/Kimi-K2.5"]
@@ -131,12 +149,20 @@ def test_vllm_0_33_serve_command() -> None:
     sizes = json.loads(value_after(argv, "--compilation-config"))
     assert sizes == {"cudagraph_capture_sizes": [1, 2, 4, 8, 16]}
     assert json.loads(value_after(argv, "--speculative-config")) == {
-        "method": "eagle3", "num_speculative_tokens": 3, "model": "/models/kimi-eagle3-mla"}
+        "method": "eagle3",
+        "num_speculative_tokens": 3,
+        "model": "/models/kimi-eagle3-mla",
+    }
 
 
 def test_vllm_older_releases() -> None:
-    vllm = EngineLaunchConfig(engine="vllm", model_path="/m", attention_backend="flashinfer",
-                              disable_cuda_graph=True, speculative={"draft_model_path": "/d", "num_steps": 2})
+    vllm = EngineLaunchConfig(
+        engine="vllm",
+        model_path="/m",
+        attention_backend="flashinfer",
+        disable_cuda_graph=True,
+        speculative={"draft_model_path": "/d", "num_steps": 2},
+    )
     mid = build_command(vllm, PYTHON, "0.10.1")
     assert mid.env["VLLM_ATTENTION_BACKEND"] == "FLASHINFER" and "--attention-backend" not in mid.argv
     assert "--enforce-eager" in mid.argv
@@ -147,8 +173,9 @@ def test_vllm_older_releases() -> None:
 
 
 def test_vllm_multi_node_worker_is_headless() -> None:
-    vllm = EngineLaunchConfig(engine="vllm", model_path="/m", tp_size=8, nnodes=2, node_rank=1,
-                              dist_init_addr="10.0.0.1:29500")
+    vllm = EngineLaunchConfig(
+        engine="vllm", model_path="/m", tp_size=8, nnodes=2, node_rank=1, dist_init_addr="10.0.0.1:29500"
+    )
     argv = build_command(vllm, PYTHON, "0.33.0").argv
     assert value_after(argv, "--master-addr") == "10.0.0.1" and value_after(argv, "--master-port") == "29500"
     assert "--headless" in argv
@@ -156,8 +183,10 @@ def test_vllm_multi_node_worker_is_headless() -> None:
 
 def test_remedy_actions_name_real_config_fields() -> None:
     fields = set(EngineLaunchConfig.model_fields)
-    nested = {f"speculative.{name}" for name in EngineLaunchConfig.model_fields["speculative"]
-              .annotation.__args__[0].model_fields}  # type: ignore[union-attr]
+    nested = {
+        f"speculative.{name}"
+        for name in EngineLaunchConfig.model_fields["speculative"].annotation.__args__[0].model_fields
+    }  # type: ignore[union-attr]
     for remedy_id, remedy in load_library().remedies.items():
         action = remedy.action
         for key in [*action.set_flag, *action.adjust_flag, *action.scale_flag, *action.unset_flag]:

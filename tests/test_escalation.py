@@ -31,9 +31,14 @@ def test_answers_go_to_the_oldest_pending_question_or_the_named_one() -> None:
     assert not answered.seen_by_policy
 
 
-@pytest.mark.parametrize(("answer", "question_id", "message"), [
-    ("x", None, "no question is waiting"), ("", None, "empty"), ("x", "q9", "no question with id q9"),
-])
+@pytest.mark.parametrize(
+    ("answer", "question_id", "message"),
+    [
+        ("x", None, "no question is waiting"),
+        ("", None, "empty"),
+        ("x", "q9", "no question with id q9"),
+    ],
+)
 def test_bad_answers_are_usage_errors(answer: str, question_id: str | None, message: str) -> None:
     state = ProjectState(goal="g")
     with pytest.raises(UsageError, match=message):

@@ -35,8 +35,11 @@ def test_a_long_run_keeps_a_bounded_document_and_the_whole_history_in_the_journa
         state.step = step
         state.add_finding(f"step {step}: tried something", evidence=[f"line {step}"])
         if step % 10 == 0:
-            state.benchmarks.append(BenchmarkRecord(id=state.next_id("bench", [item.id for item in state.benchmarks]),
-                                                    label=f"sweep {step}"))
+            state.benchmarks.append(
+                BenchmarkRecord(
+                    id=state.next_id("bench", [item.id for item in state.benchmarks]), label=f"sweep {step}"
+                )
+            )
         store.save(state)
         sizes.append(store.latest_path.stat().st_size)
     assert max(sizes[300:]) <= max(sizes[100:200]) * 1.1  # no growth after the first hundred steps
@@ -57,8 +60,10 @@ def test_what_is_current_never_leaves_the_document(tmp_path: Path) -> None:
     store = StateStore(tmp_path)
     state = ProjectState(goal="g")
     state.processes = [_process("engine-live", "ready"), *(_process(f"old-{n}", "exited") for n in range(30))]
-    state.questions = [Question(id="q1", question="still open?"),
-                       *(Question(id=f"q{n}", question="done", answer="yes") for n in range(2, 40))]
+    state.questions = [
+        Question(id="q1", question="still open?"),
+        *(Question(id=f"q{n}", question="done", answer="yes") for n in range(2, 40)),
+    ]
     store.save(state)
     saved = store.load()
     assert saved.processes[0].name == "engine-live" and len(saved.processes) == 1 + KEEP["processes"]
@@ -68,8 +73,9 @@ def test_what_is_current_never_leaves_the_document(tmp_path: Path) -> None:
 def test_a_version_1_document_is_migrated_and_its_overflow_moves_to_the_journal(tmp_path: Path) -> None:
     document = json.loads((VERSION_1 / "kimi.json").read_text())
     assert document["schema_version"] == 1 and document["environment"]["simulated_scenario"] == "kimi-sm120"
-    many = [{"step": n, "summary": f"v1 finding {n}", "evidence": [], "at": "2026-12-01T13:00:00+00:00"}
-            for n in range(200)]
+    many = [
+        {"step": n, "summary": f"v1 finding {n}", "evidence": [], "at": "2026-12-01T13:00:00+00:00"} for n in range(200)
+    ]
     (tmp_path / "latest.json").write_text(json.dumps({**document, "findings": document["findings"] + many}))
     state = read_state(tmp_path / "latest.json")
     assert state.schema_version == SCHEMA_VERSION == 2
@@ -112,7 +118,10 @@ def test_a_version_1_run_cut_short_mid_step_resumes_to_its_end(tmp_path: Path) -
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["status"] == "done"
     assert "interrupted" in resumed.stderr
-    results = {entry["call_id"]: entry for entry in StateStore(directory).journal.records()
-               if entry["kind"] == "result" and entry["step"] == 2}
+    results = {
+        entry["call_id"]: entry
+        for entry in StateStore(directory).journal.records()
+        if entry["kind"] == "result" and entry["step"] == 2
+    }
     assert results["d2-1"]["interrupted"] and not results["d2-2"]["interrupted"]
     assert read_state(directory / "latest.json").schema_version == 2

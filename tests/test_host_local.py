@@ -20,25 +20,32 @@ from tools.hosts.nvml import NO_GPU_PREFIX
 def test_run_captures_output_and_exit_code(tmp_path: Path) -> None:
     result = LocalHost(exit_dir=tmp_path).run(
         [sys.executable, "-c", "import os,sys; print(os.environ['PROBE']); sys.exit(4)"],
-        timeout=10, env={"PROBE": "value-from-env"})
+        timeout=10,
+        env={"PROBE": "value-from-env"},
+    )
     assert result.exit_code == 4
     assert result.stdout.strip() == "value-from-env"
     assert not result.timed_out
 
 
 def test_run_timeout_kills_the_whole_group(tmp_path: Path) -> None:
-    script = ("import subprocess, time; child = subprocess.Popen(['sleep', '60']);"
-              " print(child.pid, flush=True); time.sleep(60)")
+    script = (
+        "import subprocess, time; child = subprocess.Popen(['sleep', '60']);"
+        " print(child.pid, flush=True); time.sleep(60)"
+    )
     result = LocalHost(exit_dir=tmp_path).run([sys.executable, "-c", script], timeout=1.0)
     assert result.timed_out and result.exit_code is None
     grandchild = int(result.stdout.split()[0])
-    assert wait_for(lambda: not psutil.pid_exists(grandchild) or
-                    psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE, timeout=5)
+    assert wait_for(
+        lambda: not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE,
+        timeout=5,
+    )
 
 
 def test_run_caps_output_with_a_visible_marker(tmp_path: Path) -> None:
     result = LocalHost(exit_dir=tmp_path).run(
-        [sys.executable, "-c", "print('A' * 5000 + 'END')"], timeout=10, output_cap_bytes=200)
+        [sys.executable, "-c", "print('A' * 5000 + 'END')"], timeout=10, output_cap_bytes=200
+    )
     assert "bytes of output dropped" in result.stdout
     assert result.stdout.startswith("A") and result.stdout.rstrip().endswith("END")
     assert len(result.stdout) < 400
@@ -114,12 +121,20 @@ def test_probe_without_nvidia_driver_is_a_clear_result() -> None:
 
 def test_probe_without_the_nvml_binding(tmp_path: Path) -> None:
     # A separate interpreter in which the binding cannot be imported, as on a host without nvidia-ml-py.
-    code = ("import sys; sys.modules['pynvml'] = None\n"
-            "from tools.hosts.local import LocalHost\n"
-            "host = LocalHost()\n"
-            "print(host.probe_gpus().error); print(host.gpu_memory_used_mib())")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            cwd=Path(__file__).resolve().parents[1], check=True)
+    code = (
+        "import sys; sys.modules['pynvml'] = None\n"
+        "from tools.hosts.local import LocalHost\n"
+        "host = LocalHost()\n"
+        "print(host.probe_gpus().error); print(host.gpu_memory_used_mib())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+        check=True,
+    )
     first, second = result.stdout.splitlines()
     assert first.startswith(NO_GPU_PREFIX) and "not installed" in first
     assert second == "None"
@@ -128,14 +143,17 @@ def test_probe_without_the_nvml_binding(tmp_path: Path) -> None:
 def _probe_with_stand_in_nvml(extra_env: dict[str, str]) -> dict[str, object]:
     # A child interpreter whose `pynvml` is tests/support/fakes/modules/pynvml.py: a 4-GPU box without a driver.
     root = Path(__file__).resolve().parents[1]
-    code = ("from tools.hosts.local import LocalHost\n"
-            "host = LocalHost()\n"
-            "import json; print(json.dumps({'probe': host.probe_gpus().model_dump(mode='json'),"
-            " 'memory': host.gpu_memory_used_mib()}))")
+    code = (
+        "from tools.hosts.local import LocalHost\n"
+        "host = LocalHost()\n"
+        "import json; print(json.dumps({'probe': host.probe_gpus().model_dump(mode='json'),"
+        " 'memory': host.gpu_memory_used_mib()}))"
+    )
     search_path = f"{root / 'tests' / 'support' / 'fakes' / 'modules'}{os.pathsep}{root}"
     environment = {**os.environ, "PYTHONPATH": search_path, **extra_env}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            cwd=root, env=environment, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=root, env=environment, check=True
+    )
     value: dict[str, object] = json.loads(result.stdout)
     return value
 

@@ -37,8 +37,14 @@ def test_torn_last_line_is_skipped_and_the_next_record_starts_a_new_line(tmp_pat
 
 def test_secrets_never_reach_the_journal(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "journal.jsonl")
-    journal.record("intent", arguments={"command": "curl -H 'Authorization: Bearer abcdefghijklmnop1234'",
-                                        "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstu"}, "max_tokens": 512})
+    journal.record(
+        "intent",
+        arguments={
+            "command": "curl -H 'Authorization: Bearer abcdefghijklmnop1234'",
+            "env": {"HF_TOKEN": "hf_abcdefghijklmnopqrstu"},
+            "max_tokens": 512,
+        },
+    )
     journal.close()
     text = (tmp_path / "journal.jsonl").read_text()
     assert "abcdefghijklmnop1234" not in text and "hf_abcdefghijklmnopqrstu" not in text

@@ -27,7 +27,7 @@ class EngineStandInHost(LocalHost):
 
     def translate(self, argv: list[str]) -> list[str]:
         if "sglang.launch_server" in argv:
-            return [sys.executable, fake("engine.py"), *argv[argv.index("sglang.launch_server") + 1:]]
+            return [sys.executable, fake("engine.py"), *argv[argv.index("sglang.launch_server") + 1 :]]
         if Path(argv[0]).name == "vllm" and argv[1:2] == ["serve"]:
             return [sys.executable, fake("engine.py"), *argv[3:]]
         return argv
@@ -49,11 +49,22 @@ REGISTRY = ToolRegistry([LaunchEngineTool(), StopEngineTool(), EngineStatusTool(
 
 
 def launch(context: ToolContext, mode: str, engine: str = "sglang", **arguments: Any) -> dict[str, Any]:
-    config = {"engine": engine, "model_path": "/models/fake", "port": free_port(), "mem_fraction": 0.8,
-              "env": {"FAKE_ENGINE_MODE": mode}}
-    arguments = {"config": config, "engine_version": "0.5.8" if engine == "sglang" else "0.33.0",
-                 "poll_seconds": 0.1, "health_every_seconds": 0.5, "hang_after_seconds": 1.5,
-                 "wait_timeout_seconds": 30, **arguments}
+    config = {
+        "engine": engine,
+        "model_path": "/models/fake",
+        "port": free_port(),
+        "mem_fraction": 0.8,
+        "env": {"FAKE_ENGINE_MODE": mode},
+    }
+    arguments = {
+        "config": config,
+        "engine_version": "0.5.8" if engine == "sglang" else "0.33.0",
+        "poll_seconds": 0.1,
+        "health_every_seconds": 0.5,
+        "hang_after_seconds": 1.5,
+        "wait_timeout_seconds": 30,
+        **arguments,
+    }
     result = REGISTRY.execute("launch_engine", arguments, context)
     assert result.ok, result.error
     assert result.output is not None
@@ -156,8 +167,7 @@ def test_no_wait_returns_at_once_and_status_follows(context: ToolContext) -> Non
     try:
         assert output["readiness"]["outcome"] == "not_waited"
         record = context.state.processes[-1]
-        assert wait_for(lambda: REGISTRY.execute("engine_status", {}, context).output["state"] == "ready",
-                        timeout=15)
+        assert wait_for(lambda: REGISTRY.execute("engine_status", {}, context).output["state"] == "ready", timeout=15)
         assert record.state == "ready"
     finally:
         stop(context)
@@ -176,8 +186,9 @@ def test_a_port_served_by_a_live_engine_is_refused(context: ToolContext) -> None
     first = launch(context, "ready")
     try:
         port = int(first["base_url"].rsplit(":", 1)[1])
-        second = REGISTRY.execute("launch_engine", {"config": {"engine": "sglang", "model_path": "/m",
-                                                               "port": port}}, context)
+        second = REGISTRY.execute(
+            "launch_engine", {"config": {"engine": "sglang", "model_path": "/m", "port": port}}, context
+        )
         assert not second.ok and "already serves port" in (second.error or "")
     finally:
         stop(context)

@@ -21,10 +21,14 @@ def test_no_budget_exhausted_means_no_question() -> None:
     check_limits(_state(max_steps=5))
 
 
-@pytest.mark.parametrize(("field", "usage", "name"), [
-    ("max_steps", "step", "steps"), ("max_wall_seconds", "wall_seconds", "wall"),
-    ("max_cost_usd", "cost_usd", "cost"),
-])
+@pytest.mark.parametrize(
+    ("field", "usage", "name"),
+    [
+        ("max_steps", "step", "steps"),
+        ("max_wall_seconds", "wall_seconds", "wall"),
+        ("max_cost_usd", "cost_usd", "cost"),
+    ],
+)
 def test_each_budget_blocks_with_an_extend_question(field: str, usage: str, name: str) -> None:
     state = _state(**{field: 3})
     if usage == "step":

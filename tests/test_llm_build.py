@@ -17,7 +17,8 @@ from prompts import PromptNotFound, available_prompts, load_prompt
 def test_the_llm_section_of_the_agent_config_builds_the_policy(tmp_path: Path) -> None:
     (tmp_path / "agent.toml").write_text(
         '[llm]\nprovider = "openai"\nmodel = "gpt-6-luna"\nbase_url = "http://127.0.0.1:30000/v1"\n'
-        '[llm.retry]\nmax_attempts = 3\n[llm.prices.gpt-6-luna]\ninput = 0.5\noutput = 1.5\n')
+        "[llm.retry]\nmax_attempts = 3\n[llm.prices.gpt-6-luna]\ninput = 0.5\noutput = 1.5\n"
+    )
     config = load_config(tmp_path, environ={})
     policy = build_llm_policy(config.llm, environ={})
     assert policy.name == "llm" and policy.provider.name == "openai" and policy.provider.model == "gpt-6-luna"
@@ -59,8 +60,9 @@ def test_prices_match_dated_names_and_overrides_win() -> None:
 
 def test_cost_bills_cached_reads_and_cache_writes_at_their_own_rates() -> None:
     price = ModelPrice(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2)
-    tokens = TokenCounts(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=600_000,
-                         cache_write_tokens=300_000)
+    tokens = TokenCounts(
+        input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=600_000, cache_write_tokens=300_000
+    )
     assert cost_usd(tokens, price) == pytest.approx(0.1 * 2.0 + 0.6 * 0.2 + 0.3 * 2.5 + 0.1 * 10.0)
     plain = ModelPrice(input=2.0, output=10.0)
     assert cost_usd(tokens, plain) == pytest.approx(1.0 * 2.0 + 0.1 * 10.0)

@@ -23,16 +23,24 @@ from twin.model_api.responders import reading_loop
 from twin.model_api.script import RecordedRequest
 from twin.model_api.server import ModelServer
 
-SMALL = {"window_budget_tokens": 3_000, "state_document_max_tokens": 1_500, "keep_recent_turns": 4,
-         "result_max_chars": 3_000, "pruned_result_keep_chars": 100}
+SMALL = {
+    "window_budget_tokens": 3_000,
+    "state_document_max_tokens": 1_500,
+    "keep_recent_turns": 4,
+    "result_max_chars": 3_000,
+    "pruned_result_keep_chars": 100,
+}
 
 
 def exchange(step: int, output_chars: int, error: bool = False) -> list[AssistantTurn | UserTurn]:
     call = ToolCallRecord(id=f"c{step}", name="tail_log", arguments={"lines": step})
-    result = ToolResultRecord(call_id=call.id, name="tail_log", content=f"line {step} " + "x" * output_chars,
-                              is_error=error)
-    return [AssistantTurn(step=step, text=f"Looking at the log, pass {step}.", calls=[call]),
-            UserTurn(step=step, results=[result])]
+    result = ToolResultRecord(
+        call_id=call.id, name="tail_log", content=f"line {step} " + "x" * output_chars, is_error=error
+    )
+    return [
+        AssistantTurn(step=step, text=f"Looking at the log, pass {step}.", calls=[call]),
+        UserTurn(step=step, results=[result]),
+    ]
 
 
 def test_a_window_under_budget_is_left_alone() -> None:
@@ -48,8 +56,7 @@ def test_old_outputs_are_pruned_before_any_turn_is_folded() -> None:
     assert result.folded == [] and result.pruned_results > 0
     low_water = settings.window_budget_tokens * settings.low_water_fraction
     assert window_tokens(result.window, settings) <= low_water
-    pruned = [item for turn in result.window if isinstance(turn, UserTurn) for item in turn.results
-              if item.pruned]
+    pruned = [item for turn in result.window if isinstance(turn, UserTurn) for item in turn.results if item.pruned]
     assert len(pruned) == result.pruned_results
     for item in pruned:  # a note saying what was cut, then the head of the output
         note, head = item.content.split("\n", 1)
@@ -91,7 +98,7 @@ def assert_bounded_and_valid(requests: list[RecordedRequest], steps: int) -> Non
     context_chars = (SMALL["window_budget_tokens"] + SMALL["state_document_max_tokens"]) * 3.5
     assert max(sizes) <= len(load_prompt("system")) + tools_chars + 2 * context_chars  # 2x: JSON framing
     # No growth: the last third of the run is no bigger than the middle third.
-    assert max(sizes[-steps // 3:]) <= 1.15 * max(sizes[steps // 3: 2 * steps // 3])
+    assert max(sizes[-steps // 3 :]) <= 1.15 * max(sizes[steps // 3 : 2 * steps // 3])
     for request in requests[1:]:  # each request answers every call of the turn before it, by id
         answered = {result.call_id for result in request.tool_results()}
         last_calls = request.tool_call_ids()[-2:]
@@ -106,8 +113,9 @@ def drive(policy: LlmPolicy, state: ProjectState, state_dir: Path, limit: int) -
         finish = [action for action in decision.actions if isinstance(action, Finish)]
         if finish:
             return finish[0]
-        observations = execute([action for action in decision.actions if isinstance(action, ToolCall)],
-                               state, state_dir)
+        observations = execute(
+            [action for action in decision.actions if isinstance(action, ToolCall)], state, state_dir
+        )
         state.step += 1
     raise AssertionError("the scripted run did not finish")
 
@@ -128,24 +136,31 @@ def test_a_long_run_through_the_loop_folds_into_findings_with_a_bounded_prompt(t
     folded = [finding for finding in saved.findings if "folded out of the model's context" in finding.summary]
     assert folded and all(finding.evidence for finding in folded)
     assert [finding.summary for finding in saved.findings if finding.summary.startswith("checkpoint")] == [
-        f"checkpoint {step}" for step in range(0, steps, 10)]
+        f"checkpoint {step}" for step in range(0, steps, 10)
+    ]
     records = [json.loads(line) for line in (store.state_dir / "transcript.jsonl").read_text().splitlines()]
     assert sum(record["kind"] == "turn" for record in records) >= 2 * steps
     assert sum(record["kind"] == "fold" for record in records) >= len(folded)
 
 
-HEAVY = [pytest.mark.heavy,
-         pytest.mark.skipif(os.environ.get("OPSLOOP_HEAVY") != "1", reason="3,000 steps; OPSLOOP_HEAVY=1 runs it")]
+HEAVY = [
+    pytest.mark.heavy,
+    pytest.mark.skipif(os.environ.get("OPSLOOP_HEAVY") != "1", reason="3,000 steps; OPSLOOP_HEAVY=1 runs it"),
+]
 
 
-@pytest.mark.parametrize(("provider", "stream", "steps"), [
-    ("anthropic", False, 300),
-    ("openai", True, 60),
-    pytest.param("anthropic", True, 3_000, marks=HEAVY),
-    pytest.param("openai", False, 3_000, marks=HEAVY),
-])
-def test_prompt_size_stays_bounded_however_long_the_run(provider: ProviderName, stream: bool, steps: int,
-                                                        tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("provider", "stream", "steps"),
+    [
+        ("anthropic", False, 300),
+        ("openai", True, 60),
+        pytest.param("anthropic", True, 3_000, marks=HEAVY),
+        pytest.param("openai", False, 3_000, marks=HEAVY),
+    ],
+)
+def test_prompt_size_stays_bounded_however_long_the_run(
+    provider: ProviderName, stream: bool, steps: int, tmp_path: Path
+) -> None:
     state = ProjectState(goal="keep reading logs")
     with ModelServer(responder=reading_loop(steps)) as server:
         policy = make_policy(server, provider, stream, context=SMALL)

@@ -15,10 +15,16 @@ from agent.store import StateStore
 from twin.model_api.script import Fault, ModelTurn, ToolUse
 from twin.model_api.server import ModelServer
 
-ASK = {"question": "Which port may the server use?", "evidence": ["port 30000: address already in use"],
-       "hypothesis": "Another service holds port 30000.", "options": ["30001", "stop the other service"]}
-UPDATE = {"tasks": [{"id": "launch", "title": "Launch SGLang", "status": "in_progress"}],
-          "findings": [{"summary": "port 30000 is taken", "evidence": ["bind: address already in use"]}]}
+ASK = {
+    "question": "Which port may the server use?",
+    "evidence": ["port 30000: address already in use"],
+    "hypothesis": "Another service holds port 30000.",
+    "options": ["30001", "stop the other service"],
+}
+UPDATE = {
+    "tasks": [{"id": "launch", "title": "Launch SGLang", "status": "in_progress"}],
+    "findings": [{"summary": "port 30000 is taken", "evidence": ["bind: address already in use"]}],
+}
 
 
 def start(tmp_path: Path, goal: str = "serve the model on this host") -> tuple[StateStore, ProjectState]:
@@ -28,8 +34,9 @@ def start(tmp_path: Path, goal: str = "serve the model on this host") -> tuple[S
     return store, state
 
 
-def run(server: ModelServer, store: StateStore, provider: ProviderName = "anthropic", stream: bool = True,
-        **overrides: Any) -> tuple[str, ProjectState]:
+def run(
+    server: ModelServer, store: StateStore, provider: ProviderName = "anthropic", stream: bool = True, **overrides: Any
+) -> tuple[str, ProjectState]:
     """A fresh policy and agent on the saved state, as `agent resume` builds them, run to an exit."""
     state = store.load()
     policy = make_policy(server, provider, stream, **overrides)
@@ -41,9 +48,13 @@ def run(server: ModelServer, store: StateStore, provider: ProviderName = "anthro
 
 def test_a_run_goes_to_its_goal_and_records_usage_and_transcript(tmp_path: Path) -> None:
     store, _ = start(tmp_path)
-    script = [ModelTurn(text="Recording the plan, reading the log.",
-                        tool_calls=[ToolUse("update_state", UPDATE), ToolUse("emit", {"text": "log line"})]),
-              ModelTurn(tool_calls=[ToolUse("finish", {"summary": "Served on port 30001; 41 tok/s."})])]
+    script = [
+        ModelTurn(
+            text="Recording the plan, reading the log.",
+            tool_calls=[ToolUse("update_state", UPDATE), ToolUse("emit", {"text": "log line"})],
+        ),
+        ModelTurn(tool_calls=[ToolUse("finish", {"summary": "Served on port 30001; 41 tok/s."})]),
+    ]
     with ModelServer(script) as server:
         event, state = run(server, store)
     assert event == "done" and state.status == "done"
@@ -61,8 +72,12 @@ def test_a_run_goes_to_its_goal_and_records_usage_and_transcript(tmp_path: Path)
 
 def test_blocked_on_a_question_then_resumed_with_the_conversation(tmp_path: Path) -> None:
     store, _ = start(tmp_path)
-    with ModelServer([ModelTurn(tool_calls=[ToolUse("emit", {"text": "bind failed"})]),
-                      ModelTurn(tool_calls=[ToolUse("ask_human", ASK)])]) as server:
+    with ModelServer(
+        [
+            ModelTurn(tool_calls=[ToolUse("emit", {"text": "bind failed"})]),
+            ModelTurn(tool_calls=[ToolUse("ask_human", ASK)]),
+        ]
+    ) as server:
         event, state = run(server, store, "openai", False)
         assert event == "blocked" and state.status == "blocked"
         [question] = store.load().pending_questions()
@@ -94,8 +109,9 @@ def _block_on_a_question(server: ModelServer, store: StateStore) -> None:
 
 def test_a_lost_transcript_resumes_from_the_state_document_alone(tmp_path: Path) -> None:
     store, _ = start(tmp_path)
-    with ModelServer([ModelTurn(tool_calls=[ToolUse("update_state", UPDATE)]),
-                      ModelTurn(tool_calls=[ToolUse("ask_human", ASK)])]) as server:
+    with ModelServer(
+        [ModelTurn(tool_calls=[ToolUse("update_state", UPDATE)]), ModelTurn(tool_calls=[ToolUse("ask_human", ASK)])]
+    ) as server:
         _block_on_a_question(server, store)
         (store.state_dir / TRANSCRIPT_FILE).unlink()
         server.enqueue(ModelTurn(tool_calls=[ToolUse("finish", {"summary": "up on 30001"})]))
@@ -113,7 +129,7 @@ def test_a_corrupt_transcript_is_not_fatal(tmp_path: Path) -> None:
     store, _ = start(tmp_path)
     with ModelServer([ModelTurn(tool_calls=[ToolUse("ask_human", ASK)])]) as server:
         _block_on_a_question(server, store)
-        (store.state_dir / TRANSCRIPT_FILE).write_bytes(b"\x00\xff not json\n{\"kind\": \"turn\"}\n")
+        (store.state_dir / TRANSCRIPT_FILE).write_bytes(b'\x00\xff not json\n{"kind": "turn"}\n')
         server.enqueue(ModelTurn(tool_calls=[ToolUse("finish", {"summary": "done"})]))
         event, _ = run(server, store)
         closing = server.requests[1].last_user_text()
@@ -123,8 +139,9 @@ def test_a_corrupt_transcript_is_not_fatal(tmp_path: Path) -> None:
 
 def test_a_model_outage_blocks_with_a_question_and_resume_picks_up_the_results(tmp_path: Path) -> None:
     store, _ = start(tmp_path)
-    with ModelServer([ModelTurn(tool_calls=[ToolUse("emit", {"text": "weights 61/61 loaded"})]),
-                      *[Fault.overloaded()] * 3]) as server:
+    with ModelServer(
+        [ModelTurn(tool_calls=[ToolUse("emit", {"text": "weights 61/61 loaded"})]), *[Fault.overloaded()] * 3]
+    ) as server:
         event, _ = run(server, store, retry={"max_attempts": 3})
         assert event == "blocked"
         [question] = store.load().pending_questions()
@@ -145,9 +162,13 @@ def test_a_model_outage_blocks_with_a_question_and_resume_picks_up_the_results(t
 
 def test_turns_the_state_never_committed_are_dropped_on_resume(tmp_path: Path) -> None:
     store, state = start(tmp_path)
-    with ModelServer([ModelTurn(tool_calls=[ToolUse("emit", {"text": "step one"}, id="toolu_committed")]),
-                      ModelTurn(tool_calls=[ToolUse("emit", {"text": "never run"}, id="toolu_lost")]),
-                      ModelTurn(tool_calls=[ToolUse("finish", {"summary": "done"})])]) as server:
+    with ModelServer(
+        [
+            ModelTurn(tool_calls=[ToolUse("emit", {"text": "step one"}, id="toolu_committed")]),
+            ModelTurn(tool_calls=[ToolUse("emit", {"text": "never run"}, id="toolu_lost")]),
+            ModelTurn(tool_calls=[ToolUse("finish", {"summary": "done"})]),
+        ]
+    ) as server:
         policy = make_policy(server, "anthropic", False)
         agent_for(policy, store, state).step()  # one whole step, committed to the state file
         # The agent dies after the next model call, before the loop could save that decision:
@@ -166,8 +187,12 @@ def test_turns_the_state_never_committed_are_dropped_on_resume(tmp_path: Path) -
 def test_secrets_reach_neither_the_transcript_nor_the_model(tmp_path: Path) -> None:
     store, _ = start(tmp_path)
     secret = "hf_" + "Q" * 30
-    with ModelServer([ModelTurn(tool_calls=[ToolUse("emit", {"text": f"HF_TOKEN={secret}"})]),
-                      ModelTurn(tool_calls=[ToolUse("finish", {"summary": "ok"})])]) as server:
+    with ModelServer(
+        [
+            ModelTurn(tool_calls=[ToolUse("emit", {"text": f"HF_TOKEN={secret}"})]),
+            ModelTurn(tool_calls=[ToolUse("finish", {"summary": "ok"})]),
+        ]
+    ) as server:
         event, _ = run(server, store)
     assert event == "done"
     transcript = (store.state_dir / TRANSCRIPT_FILE).read_text()

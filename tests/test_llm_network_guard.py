@@ -16,7 +16,8 @@ def test_a_lookup_of_a_remote_host_is_refused_and_recorded() -> None:
     with pytest.raises(network_guard.NetworkRefused):
         socket.getaddrinfo("api.anthropic.com", 443)
     assert network_guard.take_violations() == [
-        "the test suite refuses network access beyond loopback (socket.getaddrinfo to 'api.anthropic.com')"]
+        "the test suite refuses network access beyond loopback (socket.getaddrinfo to 'api.anthropic.com')"
+    ]
 
 
 def test_a_connection_to_a_remote_address_is_refused() -> None:

@@ -14,19 +14,31 @@ from prompts import load_prompt
 from twin.model_api.script import ModelTurn, ToolUse
 from twin.model_api.server import ModelServer
 
-ASK = {"question": "May I reboot the host?", "context": "GPU 3 fell off the bus.",
-       "evidence": ["NVRM: Xid 79, GPU has fallen off the bus"], "options": ["reboot", "stop"],
-       "hypothesis": "A PCIe link fault on GPU 3.", "kind": "hardware"}
+ASK = {
+    "question": "May I reboot the host?",
+    "context": "GPU 3 fell off the bus.",
+    "evidence": ["NVRM: Xid 79, GPU has fallen off the bus"],
+    "options": ["reboot", "stop"],
+    "hypothesis": "A PCIe link fault on GPU 3.",
+    "kind": "hardware",
+}
 
 
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
-def test_every_tool_call_gets_exactly_one_result_matched_by_id(provider: ProviderName, stream: bool,
-                                                                tmp_path: Path) -> None:
-    script = [ModelTurn(text="Three checks.", tool_calls=[
-                  ToolUse("emit", {"text": "ok"}),
-                  ToolUse("emit", '{"text": '),          # malformed JSON
-                  ToolUse("read_minds", {"who": "GPU"})]),  # no such tool
-              ModelTurn(text="Done checking.", tool_calls=[ToolUse("finish", {"summary": "all good"})])]
+def test_every_tool_call_gets_exactly_one_result_matched_by_id(
+    provider: ProviderName, stream: bool, tmp_path: Path
+) -> None:
+    script = [
+        ModelTurn(
+            text="Three checks.",
+            tool_calls=[
+                ToolUse("emit", {"text": "ok"}),
+                ToolUse("emit", '{"text": '),  # malformed JSON
+                ToolUse("read_minds", {"who": "GPU"}),
+            ],
+        ),  # no such tool
+        ModelTurn(text="Done checking.", tool_calls=[ToolUse("finish", {"summary": "all good"})]),
+    ]
     state = ProjectState(goal="check the engine")
     with ModelServer(script) as server:
         policy = make_policy(server, provider, stream)
@@ -50,9 +62,12 @@ def test_every_tool_call_gets_exactly_one_result_matched_by_id(provider: Provide
 
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
 def test_ask_human_stops_with_the_question_and_the_answer_comes_back_as_its_result(
-        provider: ProviderName, stream: bool, tmp_path: Path) -> None:
-    script = [ModelTurn(tool_calls=[ToolUse("ask_human", ASK)]),
-              ModelTurn(tool_calls=[ToolUse("emit", {"text": "rebooting"})])]
+    provider: ProviderName, stream: bool, tmp_path: Path
+) -> None:
+    script = [
+        ModelTurn(tool_calls=[ToolUse("ask_human", ASK)]),
+        ModelTurn(tool_calls=[ToolUse("emit", {"text": "rebooting"})]),
+    ]
     state = ProjectState(goal="bring up SGLang")
     with ModelServer(script) as server:
         policy = make_policy(server, provider, stream)
@@ -61,23 +76,30 @@ def test_ask_human_stops_with_the_question_and_the_answer_comes_back_as_its_resu
         policy.decide(view(state, tmp_path, answers=[answer]))
         policy.close()
         request = server.requests[1]
-    assert ask == Ask(question=ASK["question"], context=ASK["context"], evidence=ASK["evidence"],
-                      options=ASK["options"], hypothesis=ASK["hypothesis"], question_kind="hardware")
+    assert ask == Ask(
+        question=ASK["question"],
+        context=ASK["context"],
+        evidence=ASK["evidence"],
+        options=ASK["options"],
+        hypothesis=ASK["hypothesis"],
+        question_kind="hardware",
+    )
     [result] = request.tool_results()
     assert result.call_id == request.tool_call_ids()[0] and "yes, reboot it" in result.content
     assert server.rejections == []
 
 
 def test_ask_human_and_finish_must_come_alone(tmp_path: Path) -> None:
-    script = [ModelTurn(tool_calls=[ToolUse("emit", {"text": "a"}), ToolUse("finish", {"summary": "early"})]),
-              ModelTurn(tool_calls=[ToolUse("finish", {"summary": "now"})])]
+    script = [
+        ModelTurn(tool_calls=[ToolUse("emit", {"text": "a"}), ToolUse("finish", {"summary": "early"})]),
+        ModelTurn(tool_calls=[ToolUse("finish", {"summary": "now"})]),
+    ]
     state = ProjectState(goal="g")
     with ModelServer(script) as server:
         policy = make_policy(server, "anthropic", False)
         first = policy.decide(view(state, tmp_path))
         assert [type(action) for action in first.actions] == [ToolCall]
-        observations = execute([action for action in first.actions if isinstance(action, ToolCall)],
-                               state, tmp_path)
+        observations = execute([action for action in first.actions if isinstance(action, ToolCall)], state, tmp_path)
         second = policy.decide(view(state, tmp_path, observations=observations))
         policy.close()
     results = server.requests[1].tool_results()
@@ -87,8 +109,10 @@ def test_ask_human_and_finish_must_come_alone(tmp_path: Path) -> None:
 
 
 def test_invalid_policy_tool_arguments_go_back_as_an_error(tmp_path: Path) -> None:
-    script = [ModelTurn(tool_calls=[ToolUse("ask_human", {"question": "Help?"})]),
-              ModelTurn(tool_calls=[ToolUse("ask_human", ASK)])]
+    script = [
+        ModelTurn(tool_calls=[ToolUse("ask_human", {"question": "Help?"})]),
+        ModelTurn(tool_calls=[ToolUse("ask_human", ASK)]),
+    ]
     state = ProjectState(goal="g")
     with ModelServer(script) as server:
         policy = make_policy(server, "openai", True)
@@ -101,8 +125,10 @@ def test_invalid_policy_tool_arguments_go_back_as_an_error(tmp_path: Path) -> No
 
 
 def test_a_reply_without_a_tool_call_is_answered_with_a_reminder(tmp_path: Path) -> None:
-    script = [ModelTurn(text="I think we are done here."),
-              ModelTurn(tool_calls=[ToolUse("finish", {"summary": "done"})])]
+    script = [
+        ModelTurn(text="I think we are done here."),
+        ModelTurn(tool_calls=[ToolUse("finish", {"summary": "done"})]),
+    ]
     with ModelServer(script) as server:
         policy = make_policy(server, "anthropic", True)
         assert policy.decide(view(ProjectState(goal="g"), tmp_path)).actions == []
@@ -130,38 +156,40 @@ def test_the_prompt_is_system_prompt_tools_window_and_the_state_document(tmp_pat
 
 
 def test_tokens_and_cost_are_accounted_per_call(tmp_path: Path) -> None:
-    script = [ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=120),
-              ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=80)]
+    script = [
+        ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=120),
+        ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=80),
+    ]
     price = {"input": 2.0, "output": 10.0, "cache_read": 0.2}
     state = ProjectState(goal="g")
     with ModelServer(script) as server:
         policy = make_policy(server, "openai", True, model="gpt-6-sol", prices={"gpt-6-sol": price})
         first = policy.decide(view(state, tmp_path))
-        observations = execute([action for action in first.actions if isinstance(action, ToolCall)],
-                               state, tmp_path)
+        observations = execute([action for action in first.actions if isinstance(action, ToolCall)], state, tmp_path)
         second = policy.decide(view(state, tmp_path, observations=observations))
         policy.close()
     assert server.requests[0].body["model"] == "gpt-6-sol"
     for usage, output in ((first.usage, 120), (second.usage, 80)):
         assert usage.model_calls == 1 and usage.input_tokens > 0 and usage.output_tokens == output
-        tokens = TokenCounts(input_tokens=usage.input_tokens, output_tokens=output,
-                             cache_read_tokens=usage.cached_input_tokens)
+        tokens = TokenCounts(
+            input_tokens=usage.input_tokens, output_tokens=output, cache_read_tokens=usage.cached_input_tokens
+        )
         assert usage.cost_usd == pytest.approx(cost_usd(tokens, ModelPrice(**price)))
     # The system prompt and tools are a shared prefix, so the second call reads them from the cache.
     assert first.usage.cached_input_tokens == 0 and second.usage.cached_input_tokens >= 1024
 
 
 def test_anthropic_cache_writes_and_reads_are_priced_apart(tmp_path: Path) -> None:
-    script = [ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=0),
-              ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=0)]
+    script = [
+        ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=0),
+        ModelTurn(tool_calls=[ToolUse("emit")], output_tokens=0),
+    ]
     price = {"input": 1.0, "output": 1.0, "cache_write": 10.0, "cache_read": 0.0}
     state = ProjectState(goal="g")
     with ModelServer(script) as server:
-        policy = make_policy(server, "anthropic", False, model="claude-opus-5-5",
-                             prices={"claude-opus-5-5": price})
+        policy = make_policy(server, "anthropic", False, model="claude-opus-5-5", prices={"claude-opus-5-5": price})
         first = policy.decide(view(state, tmp_path))
-        observations = execute([action for action in first.actions if isinstance(action, ToolCall)],
-                               state, tmp_path)
+        observations = execute([action for action in first.actions if isinstance(action, ToolCall)], state, tmp_path)
         second = policy.decide(view(state, tmp_path, observations=observations))
         policy.close()
     # The first call writes the prefix to the cache (dearer than plain input), the second reads it (free).
@@ -172,11 +200,14 @@ def test_anthropic_cache_writes_and_reads_are_priced_apart(tmp_path: Path) -> No
 
 def test_empty_and_repeated_call_ids_are_replaced_by_unique_ones(tmp_path: Path) -> None:
     """Some OpenAI-compatible servers send no ids, or the same ids on every turn."""
-    script = [ModelTurn(tool_calls=[ToolUse("emit", {"text": "a"}, id=""), ToolUse("emit", {"text": "b"}, id="")]),
-              ModelTurn(tool_calls=[ToolUse("emit", {"text": "c"}, id="call_1"),
-                                    ToolUse("emit", {"text": "d"}, id="call_1")]),
-              ModelTurn(tool_calls=[ToolUse("emit", {"text": "e"}, id="call_1")]),
-              ModelTurn(tool_calls=[ToolUse("finish", {"summary": "s"})])]
+    script = [
+        ModelTurn(tool_calls=[ToolUse("emit", {"text": "a"}, id=""), ToolUse("emit", {"text": "b"}, id="")]),
+        ModelTurn(
+            tool_calls=[ToolUse("emit", {"text": "c"}, id="call_1"), ToolUse("emit", {"text": "d"}, id="call_1")]
+        ),
+        ModelTurn(tool_calls=[ToolUse("emit", {"text": "e"}, id="call_1")]),
+        ModelTurn(tool_calls=[ToolUse("finish", {"summary": "s"})]),
+    ]
     state = ProjectState(goal="g")
     seen: list[str] = []
     with ModelServer(script) as server:
@@ -194,8 +225,7 @@ def test_empty_and_repeated_call_ids_are_replaced_by_unique_ones(tmp_path: Path)
 
 
 @pytest.mark.parametrize(("provider", "stop_reason"), [("anthropic", "refusal"), ("openai", "content_filter")])
-def test_a_refusal_stops_the_run_with_a_question(provider: ProviderName, stop_reason: str,
-                                                 tmp_path: Path) -> None:
+def test_a_refusal_stops_the_run_with_a_question(provider: ProviderName, stop_reason: str, tmp_path: Path) -> None:
     with ModelServer([ModelTurn(text="I can't help with that.", stop_reason=stop_reason)]) as server:
         policy = make_policy(server, provider, True)
         decision = policy.decide(view(ProjectState(goal="g"), tmp_path))

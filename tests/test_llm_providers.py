@@ -12,8 +12,10 @@ from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRe
 from twin.model_api.script import ModelTurn, ToolUse
 from twin.model_api.server import ModelServer
 
-TOOLS = [{"name": "emit", "description": "Return text.", "input_schema": {"type": "object"}},
-         {"name": "tail_log", "description": "Read a log.", "input_schema": {"type": "object"}}]
+TOOLS = [
+    {"name": "emit", "description": "Return text.", "input_schema": {"type": "object"}},
+    {"name": "tail_log", "description": "Read a log.", "input_schema": {"type": "object"}},
+]
 
 
 def provider_for(server: ModelServer, provider: ProviderName, stream: bool) -> Provider:
@@ -28,8 +30,10 @@ def first_request(system: str = "You are a test.") -> ModelRequest:
 
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
 def test_text_and_several_tool_calls_come_back_parsed(provider: ProviderName, stream: bool) -> None:
-    turn = ModelTurn(text="Two reads at once.", tool_calls=[
-        ToolUse("emit", {"text": "a", "repeat": 2}), ToolUse("tail_log", {"name": "engine", "lines": 40})])
+    turn = ModelTurn(
+        text="Two reads at once.",
+        tool_calls=[ToolUse("emit", {"text": "a", "repeat": 2}), ToolUse("tail_log", {"name": "engine", "lines": 40})],
+    )
     with ModelServer([turn]) as server:
         model = provider_for(server, provider, stream)
         reply = model.complete(first_request())
@@ -37,7 +41,9 @@ def test_text_and_several_tool_calls_come_back_parsed(provider: ProviderName, st
         request = server.requests[0]
     assert reply.text == "Two reads at once."
     assert [(call.name, call.arguments) for call in reply.calls] == [
-        ("emit", {"text": "a", "repeat": 2}), ("tail_log", {"name": "engine", "lines": 40})]
+        ("emit", {"text": "a", "repeat": 2}),
+        ("tail_log", {"name": "engine", "lines": 40}),
+    ]
     assert len({call.id for call in reply.calls}) == 2 and all(call.id for call in reply.calls)
     assert reply.stop_reason in ("tool_use", "tool_calls")
     assert reply.tokens.input_tokens > 0 and reply.tokens.output_tokens > 0
@@ -59,8 +65,11 @@ def test_malformed_tool_arguments_are_kept_as_raw_text(provider: ProviderName, s
 
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
 def test_reasoning_is_read_past(provider: ProviderName, stream: bool) -> None:
-    turn = ModelTurn(thinking="The log says OOM; lower the memory fraction.", text="Relaunching.",
-                     tool_calls=[ToolUse("emit", {"text": "x"})])
+    turn = ModelTurn(
+        thinking="The log says OOM; lower the memory fraction.",
+        text="Relaunching.",
+        tool_calls=[ToolUse("emit", {"text": "x"})],
+    )
     with ModelServer([turn]) as server:
         model = provider_for(server, provider, stream)
         reply = model.complete(first_request())
@@ -71,16 +80,30 @@ def test_reasoning_is_read_past(provider: ProviderName, stream: bool) -> None:
 
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
 def test_tool_results_travel_in_the_api_format_matched_by_id(provider: ProviderName, stream: bool) -> None:
-    calls = [ToolCallRecord(id="call_a", name="emit", arguments={"text": "x"}),
-             ToolCallRecord(id="call_b", name="tail_log", arguments='{"oops'),
-             ToolCallRecord(id="call_c", name="emit", arguments={})]
+    calls = [
+        ToolCallRecord(id="call_a", name="emit", arguments={"text": "x"}),
+        ToolCallRecord(id="call_b", name="tail_log", arguments='{"oops'),
+        ToolCallRecord(id="call_c", name="emit", arguments={}),
+    ]
     # call_c has no result and an unknown id is answered: paired_results repairs both before sending.
-    request = ModelRequest(system="s", tools=TOOLS, turns=paired_results([
-        UserTurn(notes=["Begin."]), AssistantTurn(text="Reading.", calls=calls),
-        UserTurn(results=[ToolResultRecord(call_id="call_b", name="tail_log", content="bad JSON", is_error=True),
-                          ToolResultRecord(call_id="call_a", name="emit", content='{"text": "x"}'),
-                          ToolResultRecord(call_id="call_zz", name="emit", content="stray")],
-                 notes=["A note."])]))
+    request = ModelRequest(
+        system="s",
+        tools=TOOLS,
+        turns=paired_results(
+            [
+                UserTurn(notes=["Begin."]),
+                AssistantTurn(text="Reading.", calls=calls),
+                UserTurn(
+                    results=[
+                        ToolResultRecord(call_id="call_b", name="tail_log", content="bad JSON", is_error=True),
+                        ToolResultRecord(call_id="call_a", name="emit", content='{"text": "x"}'),
+                        ToolResultRecord(call_id="call_zz", name="emit", content="stray"),
+                    ],
+                    notes=["A note."],
+                ),
+            ]
+        ),
+    )
     with ModelServer([ModelTurn(text="ok", tool_calls=[ToolUse("emit")])]) as server:
         model = provider_for(server, provider, stream)
         model.complete(request)
@@ -98,8 +121,9 @@ def test_tool_results_travel_in_the_api_format_matched_by_id(provider: ProviderN
 
 
 def test_anthropic_requests_mark_the_stable_prefix_for_caching_and_read_it_back() -> None:
-    with ModelServer([ModelTurn(text="one", tool_calls=[ToolUse("emit")]),
-                      ModelTurn(text="two", tool_calls=[ToolUse("emit")])]) as server:
+    with ModelServer(
+        [ModelTurn(text="one", tool_calls=[ToolUse("emit")]), ModelTurn(text="two", tool_calls=[ToolUse("emit")])]
+    ) as server:
         model = provider_for(server, "anthropic", False)
         first = model.complete(first_request("A long stable system prompt. " * 50))
         second = model.complete(first_request("A long stable system prompt. " * 50))
@@ -114,8 +138,9 @@ def test_anthropic_requests_mark_the_stable_prefix_for_caching_and_read_it_back(
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_cached_prompt_tokens_are_counted(stream: bool) -> None:
-    with ModelServer([ModelTurn(text="one", tool_calls=[ToolUse("emit")]),
-                      ModelTurn(text="two", tool_calls=[ToolUse("emit")])]) as server:
+    with ModelServer(
+        [ModelTurn(text="one", tool_calls=[ToolUse("emit")]), ModelTurn(text="two", tool_calls=[ToolUse("emit")])]
+    ) as server:
         model = provider_for(server, "openai", stream)
         system = "Long stable instructions for the deployment. " * 200
         first = model.complete(first_request(system))
@@ -130,8 +155,9 @@ def test_output_limits_sent_by_default_and_when_configured() -> None:
     with ModelServer([ModelTurn(text="a")] * 4) as server:
         for provider, base_url in (("anthropic", server.anthropic_base_url), ("openai", server.openai_base_url)):
             for limit in (None, 2_000):
-                model = make_provider(LlmSettings(provider=provider, base_url=base_url, max_output_tokens=limit),
-                                      environ=keys)
+                model = make_provider(
+                    LlmSettings(provider=provider, base_url=base_url, max_output_tokens=limit), environ=keys
+                )
                 model.complete(first_request())
                 model.close()
         anthropic_default, anthropic_set, openai_default, openai_set = (request.body for request in server.requests)

@@ -29,8 +29,9 @@ from twin.model_api.server import ModelServer
 GOOD = ModelTurn(text="Checking the engine.", tool_calls=[ToolUse("emit", {"text": "status"})])
 
 
-def decide_through(faults: list[Fault], provider: ProviderName, stream: bool, tmp_path: Path,
-                   **overrides: object) -> tuple[list[object], SleepRecorder, ModelServer]:
+def decide_through(
+    faults: list[Fault], provider: ProviderName, stream: bool, tmp_path: Path, **overrides: object
+) -> tuple[list[object], SleepRecorder, ModelServer]:
     sleep = SleepRecorder()
     with ModelServer([*faults, GOOD]) as server:
         policy = make_policy(server, provider, stream, sleep=sleep, **overrides)
@@ -55,10 +56,12 @@ FAULTS = {
 
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("fault_name", list(FAULTS))
-def test_a_transient_failure_is_retried_and_the_step_goes_on(fault_name: str, provider: ProviderName,
-                                                            stream: bool, tmp_path: Path) -> None:
-    actions, sleep, server = decide_through([FAULTS[fault_name]], provider, stream, tmp_path,
-                                            request_timeout_seconds=0.25)
+def test_a_transient_failure_is_retried_and_the_step_goes_on(
+    fault_name: str, provider: ProviderName, stream: bool, tmp_path: Path
+) -> None:
+    actions, sleep, server = decide_through(
+        [FAULTS[fault_name]], provider, stream, tmp_path, request_timeout_seconds=0.25
+    )
     assert [request.answer for request in server.requests] == [f"fault:{FAULTS[fault_name].kind}", "turn"]
     assert len(sleep.waits) == 1
     assert len(actions) == 1 and isinstance(actions[0], ToolCall) and actions[0].tool == "emit"
@@ -67,8 +70,7 @@ def test_a_transient_failure_is_retried_and_the_step_goes_on(fault_name: str, pr
 
 
 @pytest.mark.parametrize(("provider", "stream"), [("anthropic", False), ("openai", True)])
-def test_retry_after_is_honoured_and_retry_after_ms_wins(provider: ProviderName, stream: bool,
-                                                         tmp_path: Path) -> None:
+def test_retry_after_is_honoured_and_retry_after_ms_wins(provider: ProviderName, stream: bool, tmp_path: Path) -> None:
     faults = [Fault.rate_limited(retry_after=0.03), Fault.http(429, retry_after=7, retry_after_ms=15)]
     _, sleep, _ = decide_through(faults, provider, stream, tmp_path)
     assert sleep.waits == [pytest.approx(0.03), pytest.approx(0.015)]
@@ -77,15 +79,14 @@ def test_retry_after_is_honoured_and_retry_after_ms_wins(provider: ProviderName,
 def test_backoff_grows_exponentially_with_jitter_within_its_bounds(tmp_path: Path) -> None:
     retry = {"max_attempts": 6, "initial_backoff_seconds": 0.004, "max_backoff_seconds": 0.01}
     _, sleep, _ = decide_through([Fault.http(500)] * 5, "anthropic", False, tmp_path, retry=retry)
-    ceilings = [min(0.01, 0.004 * 2 ** attempt) for attempt in range(5)]
+    ceilings = [min(0.01, 0.004 * 2**attempt) for attempt in range(5)]
     assert len(sleep.waits) == 5
     for wait, ceiling in zip(sleep.waits, ceilings, strict=True):
         assert ceiling / 2 <= wait <= ceiling
 
 
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
-def test_exhausted_retries_become_a_question_not_a_crash(provider: ProviderName, stream: bool,
-                                                        tmp_path: Path) -> None:
+def test_exhausted_retries_become_a_question_not_a_crash(provider: ProviderName, stream: bool, tmp_path: Path) -> None:
     sleep = SleepRecorder()
     with ModelServer([Fault.overloaded()] * 3) as server:
         policy = make_policy(server, provider, stream, sleep=sleep, retry={"max_attempts": 3})
@@ -127,9 +128,12 @@ def test_the_operator_sees_each_retry(tmp_path: Path) -> None:
     seen: list[tuple[int, float, str]] = []
     with ModelServer([Fault.overloaded(), GOOD]) as server:
         settings = LlmSettings.model_validate(llm_section(server, "anthropic", False))
-        policy = build_llm_policy(settings, environ=TEST_KEYS,
-                                  on_retry=lambda attempt, wait, reason: seen.append((attempt, wait, reason)),
-                                  sleep=SleepRecorder())
+        policy = build_llm_policy(
+            settings,
+            environ=TEST_KEYS,
+            on_retry=lambda attempt, wait, reason: seen.append((attempt, wait, reason)),
+            sleep=SleepRecorder(),
+        )
         policy.decide(view(ProjectState(goal="g"), tmp_path))
         policy.close()
     assert len(seen) == 1 and seen[0][0] == 1 and "529" in seen[0][2]

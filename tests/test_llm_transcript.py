@@ -13,8 +13,10 @@ def turns(count: int) -> list[AssistantTurn | UserTurn]:
     made: list[AssistantTurn | UserTurn] = []
     for index in range(count // 2):
         call = ToolCallRecord(id=f"c{index}", name="emit", arguments={"n": index})
-        made += [AssistantTurn(step=index, calls=[call]),
-                 UserTurn(step=index, results=[ToolResultRecord(call_id=call.id, name="emit", content=f"r{index}")])]
+        made += [
+            AssistantTurn(step=index, calls=[call]),
+            UserTurn(step=index, results=[ToolResultRecord(call_id=call.id, name="emit", content=f"r{index}")]),
+        ]
     return made
 
 

@@ -24,10 +24,17 @@ def test_a_second_lock_is_refused_with_the_holders_pid(tmp_path: Path) -> None:
 
 
 def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path: Path) -> None:
-    code = ("import sys, os; from pathlib import Path; from agent.lock import StateDirectoryLock; "
-            "StateDirectoryLock(Path(sys.argv[1])).acquire(); print(os.getpid()); os._exit(9)")
-    holder = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parent.parent, check=False)
+    code = (
+        "import sys, os; from pathlib import Path; from agent.lock import StateDirectoryLock; "
+        "StateDirectoryLock(Path(sys.argv[1])).acquire(); print(os.getpid()); os._exit(9)"
+    )
+    holder = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=False,
+    )
     assert holder.returncode == 9
     assert (tmp_path / "agent.lock").read_text().strip() == holder.stdout.strip()  # the dead holder's PID
     assert holder_pid(tmp_path) is None

@@ -17,7 +17,7 @@ def test_last_lines_in_file_order(tmp_path: Path) -> None:
     log = write(tmp_path / "a.log", "".join(f"line {number}\n" for number in range(1, 1001)))
     tail = read_last_lines(log, 3)
     assert tail.lines == ["line 998", "line 999", "line 1000"]
-    assert log.read_bytes()[tail.start_offset:].decode().startswith("line 998\n")
+    assert log.read_bytes()[tail.start_offset :].decode().startswith("line 998\n")
     assert tail.end_offset == log.stat().st_size
 
 
@@ -29,8 +29,9 @@ def test_last_lines_without_final_newline_and_short_files(tmp_path: Path) -> Non
 
 
 def test_filtered_tail_scans_backwards_until_enough_matches(tmp_path: Path) -> None:
-    body = "".join(f"INFO step {number}\n" if number % 100 else f"ERROR failure {number}\n"
-                   for number in range(1, 5001))
+    body = "".join(
+        f"INFO step {number}\n" if number % 100 else f"ERROR failure {number}\n" for number in range(1, 5001)
+    )
     log = write(tmp_path / "c.log", body)
     keep = compile_filter("error", regex=False)
     assert read_last_lines(log, 2, keep=keep).lines == ["ERROR failure 4900", "ERROR failure 5000"]

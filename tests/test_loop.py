@@ -57,26 +57,49 @@ class Exploding:
         raise RuntimeError("policy bug")
 
 
-def _agent(tmp_path: Path, policy: Any, state: ProjectState | None = None,
-           events: list[tuple[ExitEvent, Question | None]] | None = None) -> Agent:
+def _agent(
+    tmp_path: Path,
+    policy: Any,
+    state: ProjectState | None = None,
+    events: list[tuple[ExitEvent, Question | None]] | None = None,
+) -> Agent:
     store = StateStore(tmp_path / "state")
     state = state or ProjectState(goal="test the loop")
-    context = ToolContext(state=state, state_dir=store.state_dir, host=LocalHost(exit_dir=tmp_path / "exits"),
-                          settings=ToolSettings(engine_python=sys.executable),
-                          checkpoint=lambda: store.save(state))
+    context = ToolContext(
+        state=state,
+        state_dir=store.state_dir,
+        host=LocalHost(exit_dir=tmp_path / "exits"),
+        settings=ToolSettings(engine_python=sys.executable),
+        checkpoint=lambda: store.save(state),
+    )
     registry = ToolRegistry([*default_tools(), GuardedTool()])
     sink = events if events is not None else []
-    return Agent(policy, registry, context, store,
-                 on_exit=lambda event, question: sink.append((event, question)),
-                 stuck=StuckDetector(repeat_limit=3, idle_limit=10))
+    return Agent(
+        policy,
+        registry,
+        context,
+        store,
+        on_exit=lambda event, question: sink.append((event, question)),
+        stuck=StuckDetector(repeat_limit=3, idle_limit=10),
+    )
 
 
 def test_tool_failures_become_results_and_the_journal_brackets_every_call(tmp_path: Path) -> None:
-    policy = Recording(ScriptedPolicy.from_decisions([
-        {"actions": [{"tool": "update_state", "arguments": {"tasks": [{"id": "t1", "title": "plan"}]}},
-                     {"tool": "no_such_tool"}, {"tool": "update_state", "arguments": {"bogus": 1}},
-                     {"tool": "update_state", "arguments": "{not json"}]},
-        {"finish": "done"}]))
+    policy = Recording(
+        ScriptedPolicy.from_decisions(
+            [
+                {
+                    "actions": [
+                        {"tool": "update_state", "arguments": {"tasks": [{"id": "t1", "title": "plan"}]}},
+                        {"tool": "no_such_tool"},
+                        {"tool": "update_state", "arguments": {"bogus": 1}},
+                        {"tool": "update_state", "arguments": "{not json"},
+                    ]
+                },
+                {"finish": "done"},
+            ]
+        )
+    )
     agent = _agent(tmp_path, policy)
     assert agent.run() == "done"
 
@@ -93,9 +116,16 @@ def test_tool_failures_become_results_and_the_journal_brackets_every_call(tmp_pa
 
 def test_a_call_needing_approval_blocks_and_later_calls_do_not_run(tmp_path: Path) -> None:
     events: list[tuple[ExitEvent, Question | None]] = []
-    policy = ScriptedPolicy.from_decisions([{"actions": [
-        {"tool": "guarded", "arguments": {"target": "/data"}},
-        {"tool": "update_state", "arguments": {"findings": [{"summary": "after"}]}}]}])
+    policy = ScriptedPolicy.from_decisions(
+        [
+            {
+                "actions": [
+                    {"tool": "guarded", "arguments": {"target": "/data"}},
+                    {"tool": "update_state", "arguments": {"findings": [{"summary": "after"}]}},
+                ]
+            }
+        ]
+    )
     agent = _agent(tmp_path, policy, events=events)
     assert agent.run() == "blocked"
 
@@ -123,8 +153,9 @@ def test_answers_reach_the_policy_once(tmp_path: Path) -> None:
 
 
 def test_an_exhausted_budget_blocks_and_extending_it_continues(tmp_path: Path) -> None:
-    decisions = [{"tool": "update_state", "arguments": {"findings": [{"summary": f"f{number}"}]}}
-                 for number in range(3)]
+    decisions = [
+        {"tool": "update_state", "arguments": {"findings": [{"summary": f"f{number}"}]}} for number in range(3)
+    ]
     state = ProjectState(goal="g")
     state.limits.max_steps = 2
     events: list[tuple[ExitEvent, Question | None]] = []
@@ -135,8 +166,11 @@ def test_an_exhausted_budget_blocks_and_extending_it_continues(tmp_path: Path) -
     answer_question(state, "extend")
     second = _agent(tmp_path, ScriptedPolicy.from_decisions([*decisions, {"finish": "ok"}]), state)
     assert second.run() == "done"
-    assert [finding.summary for finding in second.state.findings if finding.summary.startswith("f")] == \
-        ["f0", "f1", "f2"]
+    assert [finding.summary for finding in second.state.findings if finding.summary.startswith("f")] == [
+        "f0",
+        "f1",
+        "f2",
+    ]
 
 
 def test_repeating_a_failing_call_is_stuck_nudged_then_escalated(tmp_path: Path) -> None:
@@ -170,8 +204,10 @@ class DuplicateIds:
         self.decisions += 1
         if self.decisions > 1:
             return Decision(actions=[Finish(summary="ok")])
-        calls = [ToolCall(id="same", tool="update_state", arguments={"findings": [{"summary": text}]})
-                 for text in ("one", "two")]
+        calls = [
+            ToolCall(id="same", tool="update_state", arguments={"findings": [{"summary": text}]})
+            for text in ("one", "two")
+        ]
         return Decision(actions=list(calls))
 
 

@@ -27,10 +27,16 @@ def _blocked_state() -> tuple[ProjectState, Question]:
     state = ProjectState(goal="serve kimi with eagle3")
     state.add_finding("fa3 attention crashed on SM120", ["RuntimeError: unsupported architecture"])
     state.add_finding("triton attention loads")
-    question = record_question(state, Ask(
-        question="GPU 3 reports Xid 79; reset it?", evidence=["NVRM: Xid 79, GPU has fallen off the bus",
-                                                              f"env had OPENAI_API_KEY={SECRET}"],
-        options=["reset", "exclude GPU 3"], hypothesis="a hardware fault on GPU 3", question_kind="hardware"))
+    question = record_question(
+        state,
+        Ask(
+            question="GPU 3 reports Xid 79; reset it?",
+            evidence=["NVRM: Xid 79, GPU has fallen off the bus", f"env had OPENAI_API_KEY={SECRET}"],
+            options=["reset", "exclude GPU 3"],
+            hypothesis="a hardware fault on GPU 3",
+            question_kind="hardware",
+        ),
+    )
     state.status = "blocked"
     return state, question
 
@@ -88,8 +94,7 @@ def test_server_errors_are_retried_until_delivered(tmp_path: Path, http_receiver
     assert state.notifications[0].delivered and state.notifications[0].attempts == 3
 
 
-def test_client_errors_are_not_retried_and_failures_never_raise(tmp_path: Path,
-                                                                http_receiver: HttpReceiver) -> None:
+def test_client_errors_are_not_retried_and_failures_never_raise(tmp_path: Path, http_receiver: HttpReceiver) -> None:
     http_receiver.statuses = [404]
     closed = f"http://127.0.0.1:{free_port()}/nobody"
     state, _ = _notify(tmp_path, [f"webhook:{http_receiver.url()}", f"ntfy:{closed}"])
@@ -153,8 +158,7 @@ def test_desktop_uses_notify_send_when_present(tmp_path: Path, monkeypatch: pyte
     assert "--urgency=critical" in arguments and "GPU 3 reports Xid 79" in arguments
 
 
-def test_desktop_without_notify_send_is_recorded_once(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_desktop_without_notify_send_is_recorded_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))

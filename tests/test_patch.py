@@ -29,8 +29,12 @@ def workdir(tmp_path: Path) -> Path:
 def context(tmp_path: Path, workdir: Path) -> ToolContext:
     state_dir = tmp_path / "state"
     state_dir.mkdir()
-    return ToolContext(state=ProjectState(goal="t"), state_dir=state_dir, host=LocalHost(),
-                       settings=ToolSettings(engine_python=sys.executable, allowed_write_roots=[workdir]))
+    return ToolContext(
+        state=ProjectState(goal="t"),
+        state_dir=state_dir,
+        host=LocalHost(),
+        settings=ToolSettings(engine_python=sys.executable, allowed_write_roots=[workdir]),
+    )
 
 
 def call(context: ToolContext, name: str, arguments: dict[str, object]) -> ToolResult:
@@ -41,8 +45,11 @@ def test_search_replace_then_revert_restores_the_original_bytes(context: ToolCon
     target = workdir / "model.py"
     target.write_text(ORIGINAL)
     target.chmod(0o640)
-    result = call(context, "patch_file", {"path": "model.py", "search": "[2, 30, 58]",
-                                          "replace": "[1, 29, 57]", "reason": "shift layer ids"})
+    result = call(
+        context,
+        "patch_file",
+        {"path": "model.py", "search": "[2, 30, 58]", "replace": "[1, 29, 57]", "reason": "shift layer ids"},
+    )
     assert result.ok, result.error
     assert target.read_text() == ORIGINAL.replace("[2, 30, 58]", "[1, 29, 57]")
     assert oct(target.stat().st_mode & 0o777) == oct(0o640)
@@ -67,8 +74,7 @@ def test_search_must_match_exactly_once(context: ToolContext, workdir: Path) -> 
     assert context.state.patches == []
 
 
-def test_unified_diff_applies_with_offset_and_rejects_stale_context(context: ToolContext,
-                                                                     workdir: Path) -> None:
+def test_unified_diff_applies_with_offset_and_rejects_stale_context(context: ToolContext, workdir: Path) -> None:
     target = workdir / "model.py"
     target.write_text(ORIGINAL)
     edited = ORIGINAL.replace("return 1", "return 2")
@@ -91,8 +97,7 @@ def test_diff_without_trailing_newline_round_trips(context: ToolContext, workdir
     assert target.read_text() == "one\nthree"
 
 
-def test_revert_refuses_when_the_file_changed_and_when_later_patches_exist(context: ToolContext,
-                                                                             workdir: Path) -> None:
+def test_revert_refuses_when_the_file_changed_and_when_later_patches_exist(context: ToolContext, workdir: Path) -> None:
     target = workdir / "model.py"
     target.write_text(ORIGINAL)
     assert call(context, "patch_file", {"path": "model.py", "search": "return 1", "replace": "return 2"}).ok
@@ -107,19 +112,23 @@ def test_revert_refuses_when_the_file_changed_and_when_later_patches_exist(conte
     assert target.read_text() == ORIGINAL
 
 
-@pytest.mark.parametrize("arguments", [
-    {"path": "x.py"},
-    {"path": "x.py", "search": "a"},
-    {"path": "x.py", "search": "a", "replace": "b", "diff": "@@ -1 +1 @@\n-a\n+b\n"},
-    {"path": "x.py", "search": "", "replace": "b"},
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"path": "x.py"},
+        {"path": "x.py", "search": "a"},
+        {"path": "x.py", "search": "a", "replace": "b", "diff": "@@ -1 +1 @@\n-a\n+b\n"},
+        {"path": "x.py", "search": "", "replace": "b"},
+    ],
+)
 def test_malformed_arguments_are_errors(context: ToolContext, arguments: dict[str, object]) -> None:
     result = call(context, "patch_file", arguments)
     assert not result.ok and "invalid arguments" in (result.error or "")
 
 
-def test_dotdot_and_absolute_paths_outside_the_roots_are_refused(context: ToolContext, tmp_path: Path,
-                                                                  workdir: Path) -> None:
+def test_dotdot_and_absolute_paths_outside_the_roots_are_refused(
+    context: ToolContext, tmp_path: Path, workdir: Path
+) -> None:
     outside = tmp_path / "outside.py"
     outside.write_text(ORIGINAL)
     dotdot = call(context, "patch_file", {"path": "../outside.py", "search": "return 1", "replace": "x"})
@@ -138,8 +147,7 @@ def test_symlinks_pointing_out_are_refused(context: ToolContext, tmp_path: Path,
     (workdir / "linked_dir").symlink_to(outside_dir, target_is_directory=True)
     as_file = call(context, "patch_file", {"path": "link.py", "search": "return 1", "replace": "x"})
     assert not as_file.ok and "symbolic link" in (as_file.error or "")
-    through_dir = call(context, "patch_file", {"path": "linked_dir/target.py", "search": "return 1",
-                                               "replace": "x"})
+    through_dir = call(context, "patch_file", {"path": "linked_dir/target.py", "search": "return 1", "replace": "x"})
     assert not through_dir.ok and "outside the writable roots" in (through_dir.error or "")
     assert secret.read_text() == ORIGINAL
 

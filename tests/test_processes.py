@@ -20,8 +20,13 @@ def test_start_records_redacted_env_and_checkpoints(tmp_path: Path) -> None:
     context = make_context(tmp_path)
     checkpoints: list[int] = []
     context.checkpoint = lambda: checkpoints.append(len(context.state.processes))
-    record = start_process(context, name="job", argv=[sys.executable, fake("sleeper.py")],
-                           env={"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx", "NCCL_DEBUG": "INFO"}, port=1234)
+    record = start_process(
+        context,
+        name="job",
+        argv=[sys.executable, fake("sleeper.py")],
+        env={"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx", "NCCL_DEBUG": "INFO"},
+        port=1234,
+    )
     try:
         assert checkpoints == [1]  # saved right after the spawn, with the record in it
         assert record.env == {"HF_TOKEN": MASK, "NCCL_DEBUG": "INFO"}
@@ -75,8 +80,14 @@ def test_reconcile_and_stop_never_touch_a_reused_pid(tmp_path: Path) -> None:
     try:
         created = psutil.Process(stranger.pid).create_time()
         state = ProjectState(goal="t")
-        record = ProcessRecord(name="engine", pid=stranger.pid, create_time=created - 10.0, argv=["x"],
-                               log_path=str(tmp_path / "x.log"), state="ready")
+        record = ProcessRecord(
+            name="engine",
+            pid=stranger.pid,
+            create_time=created - 10.0,
+            argv=["x"],
+            log_path=str(tmp_path / "x.log"),
+            state="ready",
+        )
         state.processes.append(record)
         host = LocalHost(exit_dir=tmp_path)
         notes = reconcile_processes(state, host)

@@ -34,8 +34,9 @@ def _crashed_mid_step(tmp_path: Path, started: list[str]) -> tuple[StateStore, P
     actions = [_call("a", "a"), _call("b", "b"), _call("c", "c"), Finish(summary="all done")]
     state.loop.pending = PendingStep(step=4, thought="three calls", actions=actions, results={"a": finished})
     store.save(state)
-    store.journal.record("decision", step=4, thought="three calls",
-                         actions=[action.model_dump(mode="json") for action in actions])
+    store.journal.record(
+        "decision", step=4, thought="three calls", actions=[action.model_dump(mode="json") for action in actions]
+    )
     for call_id in started:
         store.journal.record("intent", step=4, call_id=call_id, tool="update_state")
     return store, state
@@ -68,8 +69,12 @@ class Watching:
 
 
 def _resume(store: StateStore, state: ProjectState, policy: Watching, tmp_path: Path) -> str:
-    context = ToolContext(state=state, state_dir=store.state_dir, host=LocalHost(exit_dir=tmp_path / "exits"),
-                          settings=ToolSettings(engine_python=sys.executable))
+    context = ToolContext(
+        state=state,
+        state_dir=store.state_dir,
+        host=LocalHost(exit_dir=tmp_path / "exits"),
+        settings=ToolSettings(engine_python=sys.executable),
+    )
     return Agent(policy, default_registry(), context, store).run()
 
 

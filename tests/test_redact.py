@@ -7,27 +7,63 @@ import pytest
 from tools.redact import MASK, is_secret_name, redact_env, redact_text, redact_value
 
 
-@pytest.mark.parametrize("name", ["api_key", "HF_TOKEN", "OPENAI_API_KEY", "password", "X-Auth-Token",
-                                  "apiKey", "OPSLOOP_SMTP_PASSWORD", "client_secret", "Authorization",
-                                  "HFToken"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "api_key",
+        "HF_TOKEN",
+        "OPENAI_API_KEY",
+        "password",
+        "X-Auth-Token",
+        "apiKey",
+        "OPSLOOP_SMTP_PASSWORD",
+        "client_secret",
+        "Authorization",
+        "HFToken",
+    ],
+)
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
 
 
-@pytest.mark.parametrize("name", ["max_tokens", "tokenizer", "input_tokens", "author", "keyframe", "monkey",
-                                  "num_keys", "cached_input_tokens", "tokenizer_path", "PWD", "OLDPWD"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "max_tokens",
+        "tokenizer",
+        "input_tokens",
+        "author",
+        "keyframe",
+        "monkey",
+        "num_keys",
+        "cached_input_tokens",
+        "tokenizer_path",
+        "PWD",
+        "OLDPWD",
+    ],
+)
 def test_names_that_only_look_secret(name: str) -> None:
     assert not is_secret_name(name)
 
 
 def test_token_shapes_are_masked() -> None:
-    text = ("key sk-ant-api03-abcdefghij and sk-proj-abcdefghijklmnopqrst, hf_abcdefghijklmnopqrstu, "
-            "xoxb-1234567890-abc, ghp_abcdefghijklmnopqrstuvwx, AKIAABCDEFGHIJKLMNOP, "
-            "Bearer abc.def-ghijklmn, "
-            "password=hunter2hunter2")
+    text = (
+        "key sk-ant-api03-abcdefghij and sk-proj-abcdefghijklmnopqrst, hf_abcdefghijklmnopqrstu, "
+        "xoxb-1234567890-abc, ghp_abcdefghijklmnopqrstuvwx, AKIAABCDEFGHIJKLMNOP, "
+        "Bearer abc.def-ghijklmn, "
+        "password=hunter2hunter2"
+    )
     masked = redact_text(text)
-    for secret in ("abcdefghij", "abcdefghijklmnopqrst", "hf_abcdefghijklmnopqrstu", "xoxb-1234567890",
-                   "ghp_abc", "AKIAABCD", "abc.def-ghijklmn", "hunter2hunter2"):
+    for secret in (
+        "abcdefghij",
+        "abcdefghijklmnopqrst",
+        "hf_abcdefghijklmnopqrstu",
+        "xoxb-1234567890",
+        "ghp_abc",
+        "AKIAABCD",
+        "abc.def-ghijklmn",
+        "hunter2hunter2",
+    ):
         assert secret not in masked
     assert "password=" + MASK in masked
 
@@ -38,12 +74,20 @@ def test_values_of_secret_environment_variables_are_masked_anywhere(monkeypatch:
 
 
 def test_documents_mask_secret_keys_but_keep_ordinary_ones() -> None:
-    document = {"max_tokens": 4096, "tokenizer": "/models/tok",
-                "env": {"HF_TOKEN": "abc123", "CUDA_VISIBLE_DEVICES": "0"},
-                "argv": ["--api-key", "sk-abcdefghijklmnopqrstu"], "api_key": ""}
-    assert redact_value(document) == {"max_tokens": 4096, "tokenizer": "/models/tok",
-                                      "env": {"HF_TOKEN": MASK, "CUDA_VISIBLE_DEVICES": "0"},
-                                      "argv": ["--api-key", MASK], "api_key": ""}
+    document = {
+        "max_tokens": 4096,
+        "tokenizer": "/models/tok",
+        "env": {"HF_TOKEN": "abc123", "CUDA_VISIBLE_DEVICES": "0"},
+        "argv": ["--api-key", "sk-abcdefghijklmnopqrstu"],
+        "api_key": "",
+    }
+    assert redact_value(document) == {
+        "max_tokens": 4096,
+        "tokenizer": "/models/tok",
+        "env": {"HF_TOKEN": MASK, "CUDA_VISIBLE_DEVICES": "0"},
+        "argv": ["--api-key", MASK],
+        "api_key": "",
+    }
     expected = {"OPENAI_API_KEY": MASK, "PATH": "/usr/bin"}
     assert redact_env({"OPENAI_API_KEY": "x", "PATH": "/usr/bin"}) == expected
 
@@ -61,4 +105,6 @@ def test_names_that_describe_a_secret_are_not_secret() -> None:
     for name in ("token_counts_from", "key_id", "auth_type", "token_usage", "max_key_length"):
         assert not is_secret_name(name), name
     assert redact_value({"token_counts_from": "usage", "HF_TOKEN": "hf_abcdefghijklmnopqrstu"}) == {
-        "token_counts_from": "usage", "HF_TOKEN": "[REDACTED]"}
+        "token_counts_from": "usage",
+        "HF_TOKEN": "[REDACTED]",
+    }

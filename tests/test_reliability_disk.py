@@ -23,11 +23,13 @@ from support.reliability import journal_disagreements
 
 from agent.store import read_state
 
-PLAN = [{"tool": "update_state", "arguments": {"findings": [{"summary": "before the disk filled"}]}},
-        {"ask": "May I go on?"},
-        {"tool": "shell", "arguments": {"command": "head -c 200000 /dev/zero > filler"}},
-        {"tool": "update_state", "arguments": {"findings": [{"summary": "x" * 4000}]}},
-        {"finish": "done after the disk was freed"}]
+PLAN = [
+    {"tool": "update_state", "arguments": {"findings": [{"summary": "before the disk filled"}]}},
+    {"ask": "May I go on?"},
+    {"tool": "shell", "arguments": {"command": "head -c 200000 /dev/zero > filler"}},
+    {"tool": "update_state", "arguments": {"findings": [{"summary": "x" * 4000}]}},
+    {"finish": "done after the disk was freed"},
+]
 
 
 def _digest(path: Path) -> str:
@@ -44,9 +46,13 @@ def small_disk(tmp_path: Path) -> Iterator[Path | None]:
     """A 192 KiB tmpfs at ``tmp_path/state``, or None where this process may not mount."""
     mount_point = tmp_path / "state"
     mount_point.mkdir()
-    mounted = os.geteuid() == 0 and subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", str(mount_point)], capture_output=True,
-        check=False).returncode == 0
+    mounted = (
+        os.geteuid() == 0
+        and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=192k", "tmpfs", str(mount_point)], capture_output=True, check=False
+        ).returncode
+        == 0
+    )
     yield mount_point if mounted else None
     if mounted:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
@@ -75,8 +81,7 @@ def _blocked_run(state_dir: Path, tmp_path: Path) -> Path:
     return script
 
 
-def test_a_full_disk_is_a_clear_error_and_the_last_good_state_is_kept(small_disk: Path | None,
-                                                                       tmp_path: Path) -> None:
+def test_a_full_disk_is_a_clear_error_and_the_last_good_state_is_kept(small_disk: Path | None, tmp_path: Path) -> None:
     if small_disk is None:
         pytest.skip("mounting a small tmpfs is not allowed here; see the RLIMIT_FSIZE test")
     state_dir = small_disk
@@ -106,16 +111,19 @@ def test_a_full_disk_is_a_clear_error_and_the_last_good_state_is_kept(small_disk
     assert journal_disagreements(final, journal_records(state_dir)) == []
 
 
-def test_a_read_only_state_directory_is_a_clear_error_and_nothing_changes(small_disk: Path | None,
-                                                                          tmp_path: Path) -> None:
+def test_a_read_only_state_directory_is_a_clear_error_and_nothing_changes(
+    small_disk: Path | None, tmp_path: Path
+) -> None:
     if small_disk is None:
         pytest.skip("remounting read-only needs a mount this process may not make")
     state_dir = small_disk
     _blocked_run(state_dir, tmp_path)
     files = {path.name: _digest(path) for path in state_dir.iterdir() if path.is_file()}
     subprocess.run(["mount", "-o", "remount,ro", str(state_dir)], check=True)
-    for command in (["resume", str(state_dir), "--answer", "yes"], ["ask", "--answer", "yes", "--state-dir",
-                                                                    str(state_dir)]):
+    for command in (
+        ["resume", str(state_dir), "--answer", "yes"],
+        ["ask", "--answer", "yes", "--state-dir", str(state_dir)],
+    ):
         refused = run_agent(*command)
         assert refused.returncode == 2
         _one_clear_line(refused.stderr, "Read-only file system")
@@ -145,9 +153,16 @@ def test_a_write_past_the_file_size_limit_is_a_clear_error_and_the_state_is_kept
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    refused = subprocess.run([sys.executable, "-m", "agent", "resume", str(state_dir), "--answer", "yes"],
-                             capture_output=True, text=True, env=agent_environment(), cwd=REPO_ROOT,
-                             preexec_fn=limited, timeout=60, check=False)
+    refused = subprocess.run(
+        [sys.executable, "-m", "agent", "resume", str(state_dir), "--answer", "yes"],
+        capture_output=True,
+        text=True,
+        env=agent_environment(),
+        cwd=REPO_ROOT,
+        preexec_fn=limited,
+        timeout=60,
+        check=False,
+    )
     assert refused.returncode == 1
     _one_clear_line(refused.stderr, "File too large")
     assert _digest(state_dir / "latest.json") == before

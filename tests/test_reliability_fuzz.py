@@ -36,25 +36,80 @@ from tools.shell.parse import ParseError
 
 EXAMPLES = 400 if heavy() else 20
 REGISTRY = default_registry()
-SCALARS = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40))
-JSON_VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=8)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=40)
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=8,
+)
 NON_STRINGS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.lists(SCALARS, max_size=3)
-LOOPBACK_JUNK = ["", "127.0.0.1", "http://", "http://127.0.0.1:0", "http://127.0.0.1:9", "ftp://127.0.0.1:9",
-                 "http://[::1]:9", "http://127.0.0.1:99999", "http://127.0.0.1:9/v1?x=\x00", "127.0.0.1:9",
-                 "http://user:sk-ant-api03-AAAAAAAAAAAAAAAAAAAA@127.0.0.1:9"]
+LOOPBACK_JUNK = [
+    "",
+    "127.0.0.1",
+    "http://",
+    "http://127.0.0.1:0",
+    "http://127.0.0.1:9",
+    "ftp://127.0.0.1:9",
+    "http://[::1]:9",
+    "http://127.0.0.1:99999",
+    "http://127.0.0.1:9/v1?x=\x00",
+    "127.0.0.1:9",
+    "http://user:sk-ant-api03-AAAAAAAAAAAAAAAAAAAA@127.0.0.1:9",
+]
 UNSAFE_RUNS = ("engine_python", "specforge_python", "specforge_dir", "output_dir", "cwd")  # never arbitrary text
-SHELL_COMMANDS = ["echo fuzz", "true", "false", "exit 3", "echo 'unterminated", "printf '%s' \"$HOME\"",
-                  "echo $HF_TOKEN", "cat /nonexistent", "rm -rf /", "rm -rf ~", "mkfs.ext4 /dev/sda",
-                  "kill -9 1", "dd if=/dev/zero of=/dev/sda", "echo a | tee /dev/sda", "nvidia-smi -r", "reboot",
-                  ":", "echo \x00", "sleep 0.01", "ls -la"]
+SHELL_COMMANDS = [
+    "echo fuzz",
+    "true",
+    "false",
+    "exit 3",
+    "echo 'unterminated",
+    "printf '%s' \"$HOME\"",
+    "echo $HF_TOKEN",
+    "cat /nonexistent",
+    "rm -rf /",
+    "rm -rf ~",
+    "mkfs.ext4 /dev/sda",
+    "kill -9 1",
+    "dd if=/dev/zero of=/dev/sda",
+    "echo a | tee /dev/sda",
+    "nvidia-smi -r",
+    "reboot",
+    ":",
+    "echo \x00",
+    "sleep 0.01",
+    "ls -la",
+]
 
 
 def path_values(base: Path) -> list[str]:
-    return ["", ".", "..", "../..", "/", "/etc/passwd", "/dev/zero", "/proc/self/mem", "~", "x" * 300,
-            "a\x00b", "a/../../b", "/nonexistent/dir/file", str(base / "target.txt"), str(base / "link-out"),
-            str(base / "fifo"), str(base), str(base / "target.txt" / "below-a-file"), "line\nbreak", "*"]
+    return [
+        "",
+        ".",
+        "..",
+        "../..",
+        "/",
+        "/etc/passwd",
+        "/dev/zero",
+        "/proc/self/mem",
+        "~",
+        "x" * 300,
+        "a\x00b",
+        "a/../../b",
+        "/nonexistent/dir/file",
+        str(base / "target.txt"),
+        str(base / "link-out"),
+        str(base / "fifo"),
+        str(base),
+        str(base / "target.txt" / "below-a-file"),
+        "line\nbreak",
+        "*",
+    ]
 
 
 def bases(base: Path, model_path: str) -> dict[str, dict[str, Any]]:
@@ -63,20 +118,35 @@ def bases(base: Path, model_path: str) -> dict[str, dict[str, Any]]:
         "update_state": {"tasks": [{"id": "t1", "title": "fuzz"}], "findings": [{"summary": "f"}]},
         "wait": {"seconds": 0.01, "reason": "fuzz"},
         "probe_system": {},
-        "launch_engine": {"config": {"engine": "sglang", "model_path": model_path, "port": 39_111}, "name": "fuzz",
-                          "wait": False},
+        "launch_engine": {
+            "config": {"engine": "sglang", "model_path": model_path, "port": 39_111},
+            "name": "fuzz",
+            "wait": False,
+        },
         "stop_engine": {"name": "fuzz", "grace_seconds": 0},
         "engine_status": {"name": "fuzz"},
         "tail_log": {"path": str(base / "engine.log"), "lines": 5, "filter": "error", "regex": True},
         "diagnose_log": {"path": str(base / "engine.log")},
         "patch_file": {"path": str(base / "target.txt"), "search": "alpha", "replace": "beta", "reason": "fuzz"},
         "revert_patch": {"patch_id": "patch1"},
-        "run_bench": {"base_url": "http://127.0.0.1:9", "model": "m", "concurrency": [1], "num_prompts": 2,
-                      "correctness_probe": False, "warmup_requests": 0, "timeout_seconds": 20},
+        "run_bench": {
+            "base_url": "http://127.0.0.1:9",
+            "model": "m",
+            "concurrency": [1],
+            "num_prompts": 2,
+            "correctness_probe": False,
+            "warmup_requests": 0,
+            "timeout_seconds": 20,
+        },
         "check_correctness": {"base_url": "http://127.0.0.1:9", "model": "m"},
         "shell": {"command": "echo fuzz", "timeout_seconds": 5},
-        "train_drafter": {"target_model_path": model_path, "stages": ["train"], "wait": False,
-                          "train_data_path": str(base / "train.jsonl"), "output_dir": str(base / "drafter")},
+        "train_drafter": {
+            "target_model_path": model_path,
+            "stages": ["train"],
+            "wait": False,
+            "train_data_path": str(base / "train.jsonl"),
+            "output_dir": str(base / "drafter"),
+        },
         "drafter_status": {},
     }
 
@@ -107,10 +177,16 @@ def cheap(tool: str, arguments: Any) -> bool:
         return not 0.05 < number("seconds") <= 600
     if tool == "run_bench":
         levels = arguments.get("concurrency")
-        many = isinstance(levels, list) and (len(levels) > 3 or any(
-            isinstance(level, int) and level > 8 for level in levels))
-        return not many and number("num_prompts") <= 8 and number("warmup_requests") <= 2 and not (
-            0 < number("request_rate") < 5) and number("timeout_seconds") <= 60
+        many = isinstance(levels, list) and (
+            len(levels) > 3 or any(isinstance(level, int) and level > 8 for level in levels)
+        )
+        return (
+            not many
+            and number("num_prompts") <= 8
+            and number("warmup_requests") <= 2
+            and not (0 < number("request_rate") < 5)
+            and number("timeout_seconds") <= 60
+        )
     if tool == "stop_engine":
         return number("grace_seconds") <= 1
     if tool in ("launch_engine", "train_drafter"):
@@ -143,7 +219,7 @@ def hostile_arguments(draw: st.DrawFn, tool: str, base: Path, valid: dict[str, A
     elif how == "unknown":
         arguments[draw(st.text(min_size=1, max_size=12))] = draw(JSON_VALUES)
     elif how == "text":
-        return draw(st.text(max_size=60) | st.sampled_from(["{", "[]", "null", "{\"a\": ", json.dumps(valid)[:-1]]))
+        return draw(st.text(max_size=60) | st.sampled_from(["{", "[]", "null", '{"a": ', json.dumps(valid)[:-1]]))
     else:
         return draw(JSON_VALUES)
     if tool in ("launch_engine", "train_drafter") and isinstance(arguments, dict):
@@ -151,12 +227,21 @@ def hostile_arguments(draw: st.DrawFn, tool: str, base: Path, valid: dict[str, A
     return arguments
 
 
-INTERNAL_FAILURE = re.compile(r"^(?P<tool>\w+) failed: (?P<kind>[\w.]+): .*\(traceback in (?P<path>[^)]+)\)$",
-                              re.DOTALL)
+INTERNAL_FAILURE = re.compile(
+    r"^(?P<tool>\w+) failed: (?P<kind>[\w.]+): .*\(traceback in (?P<path>[^)]+)\)$", re.DOTALL
+)
 # Exceptions that carry an operating-system message (a file name too long, a NUL byte in a path, a file
 # where a directory is expected): clear enough for a model to act on. Anything else is a finding.
-EXPLAINED = {"OSError", "ValueError", "FileExistsError", "FileNotFoundError", "NotADirectoryError",
-             "IsADirectoryError", "PermissionError", "UnicodeEncodeError"}
+EXPLAINED = {
+    "OSError",
+    "ValueError",
+    "FileExistsError",
+    "FileNotFoundError",
+    "NotADirectoryError",
+    "IsADirectoryError",
+    "PermissionError",
+    "UnicodeEncodeError",
+}
 
 
 def check_result(tool: str, result: ToolResult) -> str:
@@ -186,10 +271,15 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolCont
     (base / "train.jsonl").write_text('{"conversations": []}\n', encoding="utf-8")
     (base / "link-out").symlink_to("/etc/passwd")
     os.mkfifo(base / "fifo")
-    context = ToolContext(state=state, state_dir=state_dir, host=host,
-                          settings=ToolSettings(engine_python=sys.executable, allowed_write_roots=[base],
-                                                load_timeout_seconds=30, hang_after_seconds=5),
-                          checkpoint=lambda: store.save(state))
+    context = ToolContext(
+        state=state,
+        state_dir=state_dir,
+        host=host,
+        settings=ToolSettings(
+            engine_python=sys.executable, allowed_write_roots=[base], load_timeout_seconds=30, hang_after_seconds=5
+        ),
+        checkpoint=lambda: store.save(state),
+    )
     store.save(state)
     yield context, base
     store.save(state)
@@ -202,8 +292,12 @@ def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: 
     valid = bases(base, str(context.host.model_dir))[tool]  # type: ignore[attr-defined]
     outcomes: dict[str, int] = {}
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(arguments=hostile_arguments(tool, base, valid))
     def run(arguments: Any) -> None:
         assume(cheap(tool, arguments))
@@ -230,13 +324,52 @@ def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: 
 
 
 @settings(max_examples=EXAMPLES * 10, deadline=None, database=None)
-@given(command=st.text(max_size=80) | st.lists(st.sampled_from(
-    ["rm", "-rf", "/", "~", "$HOME", "*", "&&", "|", ";", "$(pwd)", "`id`", "kill", "-9", "1", "xargs", "find",
-     "-delete", "dd", "of=/dev/sda", ">", "/dev/sda", "mkfs", "'", '"', "\\", "cd", "..", "sudo"]), max_size=8
-).map(" ".join))
+@given(
+    command=st.text(max_size=80)
+    | st.lists(
+        st.sampled_from(
+            [
+                "rm",
+                "-rf",
+                "/",
+                "~",
+                "$HOME",
+                "*",
+                "&&",
+                "|",
+                ";",
+                "$(pwd)",
+                "`id`",
+                "kill",
+                "-9",
+                "1",
+                "xargs",
+                "find",
+                "-delete",
+                "dd",
+                "of=/dev/sda",
+                ">",
+                "/dev/sda",
+                "mkfs",
+                "'",
+                '"',
+                "\\",
+                "cd",
+                "..",
+                "sudo",
+            ]
+        ),
+        max_size=8,
+    ).map(" ".join)
+)
 def test_the_shell_guard_judges_any_text_or_refuses_to_parse_it(command: str) -> None:
-    context = GuardContext(home=Path.home(), state_dir=Path("/tmp/opsloop-fuzz-state"), cwd=Path("/tmp"),
-                           owned_pids=set(), match_processes=lambda pattern: None)
+    context = GuardContext(
+        home=Path.home(),
+        state_dir=Path("/tmp/opsloop-fuzz-state"),
+        cwd=Path("/tmp"),
+        owned_pids=set(),
+        match_processes=lambda pattern: None,
+    )
     try:
         dangers = judge(command, context)
     except ParseError:

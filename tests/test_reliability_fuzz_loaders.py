@@ -28,9 +28,25 @@ def mutated_text(draw: st.DrawFn, text: str) -> str:
     lines = text.splitlines()
     how = draw(st.sampled_from(["line", "line", "delete", "truncate", "insert", "bytes"]))
     index = draw(st.integers(0, max(len(lines) - 1, 0)))
-    junk = draw(st.sampled_from(["= 1", "[x", "a = ", "]]", '"', "x = nan", "x = -1e999", "[[host.gpus]]",
-                                 "count = -3", "time_scale = 0", "memory_mib = 1e30", "name = 5"])
-                | st.text(max_size=30))
+    junk = draw(
+        st.sampled_from(
+            [
+                "= 1",
+                "[x",
+                "a = ",
+                "]]",
+                '"',
+                "x = nan",
+                "x = -1e999",
+                "[[host.gpus]]",
+                "count = -3",
+                "time_scale = 0",
+                "memory_mib = 1e30",
+                "name = 5",
+            ]
+        )
+        | st.text(max_size=30)
+    )
     if how == "line" and lines:
         key = lines[index].split("=")[0]
         value = draw(st.sampled_from(["-1", "0", "1e309", '""', "[]", "{}", "true", junk]))
@@ -93,12 +109,25 @@ def test_a_mutated_config_file_or_environment_loads_or_gives_a_usage_error(tmp_p
     path = tmp_path / "agent.toml"
 
     @settings(max_examples=EXAMPLES * 3, deadline=None, database=None)
-    @given(text=mutated_text(CONFIG_EXAMPLE),
-           environ=st.dictionaries(st.sampled_from(["OPSLOOP_POLICY", "OPSLOOP_MAX_STEPS", "OPSLOOP_NOTIFY",
-                                                    "OPSLOOP_SMTP_PORT", "OPSLOOP_MAX_COST_USD", "OPSLOOP_SIM",
-                                                    "OPSLOOP_SMTP_STARTTLS", "OPSLOOP_LLM_PROVIDER"]),
-                                   st.text(max_size=20) | st.sampled_from(["[", "[1]", "-1", "nan", "1e999"]),
-                                   max_size=3))
+    @given(
+        text=mutated_text(CONFIG_EXAMPLE),
+        environ=st.dictionaries(
+            st.sampled_from(
+                [
+                    "OPSLOOP_POLICY",
+                    "OPSLOOP_MAX_STEPS",
+                    "OPSLOOP_NOTIFY",
+                    "OPSLOOP_SMTP_PORT",
+                    "OPSLOOP_MAX_COST_USD",
+                    "OPSLOOP_SIM",
+                    "OPSLOOP_SMTP_STARTTLS",
+                    "OPSLOOP_LLM_PROVIDER",
+                ]
+            ),
+            st.text(max_size=20) | st.sampled_from(["[", "[1]", "-1", "nan", "1e999"]),
+            max_size=3,
+        ),
+    )
     def run(text: str, environ: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
         try:

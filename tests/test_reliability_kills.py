@@ -40,14 +40,18 @@ def _intent(state_dir: Path, tool: str) -> bool:
 
 
 def _results(state_dir: Path, tool: str) -> list[dict[str, Any]]:
-    return [entry["result"] for entry in journal_records(state_dir)
-            if entry.get("kind") == "result" and entry.get("tool") == tool]
+    return [
+        entry["result"]
+        for entry in journal_records(state_dir)
+        if entry.get("kind") == "result" and entry.get("tool") == tool
+    ]
 
 
 def _kill_engine_during(state_dir: Path, tool: str) -> subprocess.Popen[str]:
     """Start a runbook bring-up and SIGKILL its engine once ``tool`` is running."""
-    agent = start_agent("run", "--goal", "serve the model", "--sim", "h100-healthy", "--policy", "runbook",
-                        "--state-dir", state_dir)
+    agent = start_agent(
+        "run", "--goal", "serve the model", "--sim", "h100-healthy", "--policy", "runbook", "--state-dir", state_dir
+    )
     assert wait_for(lambda: _intent(state_dir, tool) and bool(engine_identities(state_dir)), timeout=90)
     time.sleep(0.3)
     for engine in engine_identities(state_dir):
@@ -89,24 +93,50 @@ def test_a_drafter_job_killed_mid_training_is_reported_failed(tmp_path: Path) ->
     state_dir = tmp_path / "state"
     state = ProjectState(goal="train a drafter")
     store = StateStore(state_dir)
-    context = ToolContext(state=state, state_dir=state_dir, host=SimHost.from_scenario("vllm-eagle3", state_dir),
-                          settings=ToolSettings(engine_python=sys.executable, load_timeout_seconds=60,
-                                                hang_after_seconds=5), checkpoint=lambda: store.save(state))
+    context = ToolContext(
+        state=state,
+        state_dir=state_dir,
+        host=SimHost.from_scenario("vllm-eagle3", state_dir),
+        settings=ToolSettings(engine_python=sys.executable, load_timeout_seconds=60, hang_after_seconds=5),
+        checkpoint=lambda: store.save(state),
+    )
     try:
         assert REGISTRY.execute("probe_system", {}, context).ok
         environment = state.environment
         [target] = [model for model in environment.models if model.role == "target"]
-        launched = REGISTRY.execute("launch_engine", {
-            "config": {"engine": "vllm", "model_path": target.path, "served_model_name": target.name,
-                       "port": 39_181, "tp_size": len(environment.gpus)},
-            "poll_seconds": 0.2, "health_every_seconds": 0.5}, context)
+        launched = REGISTRY.execute(
+            "launch_engine",
+            {
+                "config": {
+                    "engine": "vllm",
+                    "model_path": target.path,
+                    "served_model_name": target.name,
+                    "port": 39_181,
+                    "tp_size": len(environment.gpus),
+                },
+                "poll_seconds": 0.2,
+                "health_every_seconds": 0.5,
+            },
+            context,
+        )
         assert launched.ok and launched.output is not None
         assert launched.output["readiness"]["outcome"] == "ready", launched.output["readiness"]
-        started = REGISTRY.execute("train_drafter", {
-            "name": "drafter-1", "target_model_path": target.path, "target_server": "127.0.0.1:39181",
-            "served_model_name": target.name, "num_samples": 48, "num_epochs": 2, "wait": False,
-            "specforge_dir": environment.specforge_dir, "draft_model_config": environment.specforge_draft_configs[0],
-            "input_data_path": environment.specforge_datasets[0]}, context)
+        started = REGISTRY.execute(
+            "train_drafter",
+            {
+                "name": "drafter-1",
+                "target_model_path": target.path,
+                "target_server": "127.0.0.1:39181",
+                "served_model_name": target.name,
+                "num_samples": 48,
+                "num_epochs": 2,
+                "wait": False,
+                "specforge_dir": environment.specforge_dir,
+                "draft_model_config": environment.specforge_draft_configs[0],
+                "input_data_path": environment.specforge_datasets[0],
+            },
+            context,
+        )
         assert started.ok, started.error
         job = next(record for record in state.processes if record.kind == "drafter_training")
 
@@ -121,8 +151,7 @@ def test_a_drafter_job_killed_mid_training_is_reported_failed(tmp_path: Path) ->
         assert status.ok and status.output is not None
         assert status.output["state"] == "failed" and status.output["exported_path"] is None
         assert "exit code -9" in status.output["progress"]["error"]
-        assert any(finding.summary.startswith("drafter drafter-1 failed in stage train")
-                   for finding in state.findings)
+        assert any(finding.summary.startswith("drafter drafter-1 failed in stage train") for finding in state.findings)
         engine = next(record for record in state.processes if record.kind == "engine")
         assert context.host.status(engine.pid, engine.create_time).alive, "the target engine was touched"
     finally:
@@ -145,20 +174,24 @@ server.serve_forever()
 
 
 def test_notification_targets_killed_mid_way_are_recorded_and_do_not_stop_the_run(
-        tmp_path: Path, http_receiver: HttpReceiver) -> None:
+    tmp_path: Path, http_receiver: HttpReceiver
+) -> None:
     smtp_sink = SmtpSink().start()  # stopped mid-way by this test
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     port, received = 39_191, tmp_path / "received.txt"
-    receiver = subprocess.Popen([sys.executable, "-c", _DYING_RECEIVER, str(port), str(received)],
-                                stdout=subprocess.PIPE, text=True)
+    receiver = subprocess.Popen(
+        [sys.executable, "-c", _DYING_RECEIVER, str(port), str(received)], stdout=subprocess.PIPE, text=True
+    )
     assert receiver.stdout is not None and receiver.stdout.readline().strip() == "ready"
     (state_dir / "agent.toml").write_text(
         f'[notify]\nchannels = ["webhook:http://127.0.0.1:{port}/hook", "webhook:{http_receiver.url()}", '
         f'"email:oncall@example.test"]\nattempts = 2\nretry_wait_seconds = 0.01\ntimeout_seconds = 2\n'
-        f'[notify.smtp]\nhost = "127.0.0.1"\nport = {smtp_sink.port}\ntimeout_seconds = 2\n')
-    script = write_script(tmp_path / "plan.json", [{"ask": "Reset GPU 3?", "evidence": ["Xid 79"]},
-                                                   {"finish": "served"}])
+        f'[notify.smtp]\nhost = "127.0.0.1"\nport = {smtp_sink.port}\ntimeout_seconds = 2\n'
+    )
+    script = write_script(
+        tmp_path / "plan.json", [{"ask": "Reset GPU 3?", "evidence": ["Xid 79"]}, {"finish": "served"}]
+    )
     try:
         blocked = run_agent("run", "-g", "g", "--script", script, "--state-dir", state_dir)
         assert blocked.returncode == 3, blocked.stderr
@@ -174,13 +207,19 @@ def test_notification_targets_killed_mid_way_are_recorded_and_do_not_stop_the_ru
     assert done.returncode == 0, done.stderr
     assert "failed after 2 attempt(s)" in blocked.stderr and "failed after 2 attempt(s)" in done.stderr
     state = json.loads((state_dir / "latest.json").read_text())
-    outcome = {(item["event"], item["channel"].split(":")[0], f":{port}/" in item["channel"]):
-               (item["delivered"], item["attempts"], bool(item["error"])) for item in state["notifications"]}
-    assert outcome[("blocked", "webhook", True)] == (False, 2, True)   # killed while receiving
+    outcome = {
+        (item["event"], item["channel"].split(":")[0], f":{port}/" in item["channel"]): (
+            item["delivered"],
+            item["attempts"],
+            bool(item["error"]),
+        )
+        for item in state["notifications"]
+    }
+    assert outcome[("blocked", "webhook", True)] == (False, 2, True)  # killed while receiving
     assert outcome[("blocked", "webhook", False)] == (True, 1, False)
     assert outcome[("blocked", "email", False)] == (True, 1, False)
-    assert outcome[("done", "webhook", True)] == (False, 2, True)      # gone
-    assert outcome[("done", "email", False)] == (False, 2, True)       # mail server stopped
+    assert outcome[("done", "webhook", True)] == (False, 2, True)  # gone
+    assert outcome[("done", "email", False)] == (False, 2, True)  # mail server stopped
     assert outcome[("done", "webhook", False)] == (True, 1, False)
     assert [request.json()["event"] for request in http_receiver.requests] == ["blocked", "done"]
 
@@ -188,8 +227,17 @@ def test_notification_targets_killed_mid_way_are_recorded_and_do_not_stop_the_ru
 @pytest.mark.heavy
 @pytest.mark.skipif(not heavy(), reason="OPSLOOP_HEAVY=1: a full EAGLE-3 bring-up up to its training job")
 def test_the_runbook_escalates_when_its_drafter_job_is_killed(state_dir: Path) -> None:
-    agent = start_agent("run", "--goal", "serve the model with eagle3", "--sim", "vllm-eagle3", "--policy", "runbook",
-                        "--state-dir", state_dir)
+    agent = start_agent(
+        "run",
+        "--goal",
+        "serve the model with eagle3",
+        "--sim",
+        "vllm-eagle3",
+        "--policy",
+        "runbook",
+        "--state-dir",
+        state_dir,
+    )
     assert wait_for(lambda: any(result["ok"] for result in _results(state_dir, "train_drafter")), timeout=300)
     state = json.loads((state_dir / "latest.json").read_text())
     job = next(record for record in state["processes"] if record["kind"] == "drafter_training")

@@ -37,10 +37,18 @@ MALFORMED_ARGUMENTS = '{"text": "cut mid-string'
 
 
 def soak_faults() -> list[Fault]:
-    return [Fault.rate_limited(retry_after=0.001), Fault.rate_limited(), Fault.rate_limited(retry_after_ms=1),
-            Fault.http(500), Fault.http(503), Fault.overloaded(), Fault.hang(REQUEST_TIMEOUT_SECONDS * 2),
-            Fault.cut_stream(after_events=2), Fault.cut_stream(after_events=4, clean=True),
-            Fault.stream_error(after_events=2)]
+    return [
+        Fault.rate_limited(retry_after=0.001),
+        Fault.rate_limited(),
+        Fault.rate_limited(retry_after_ms=1),
+        Fault.http(500),
+        Fault.http(503),
+        Fault.overloaded(),
+        Fault.hang(REQUEST_TIMEOUT_SECONDS * 2),
+        Fault.cut_stream(after_events=2),
+        Fault.cut_stream(after_events=4, clean=True),
+        Fault.stream_error(after_events=2),
+    ]
 
 
 @dataclass
@@ -97,15 +105,23 @@ def soak(tmp_path: Path, provider: ProviderName, stream: bool, turns: int, seed:
     retries: list[tuple[int, float, str]] = []
     runs = 0
     with ModelServer(responder=model) as server:
-        section = llm_section(server, provider, stream, request_timeout_seconds=REQUEST_TIMEOUT_SECONDS,
-                              retry={"max_attempts": RETRY_ATTEMPTS, "max_total_seconds": 30.0},
-                              context={"window_budget_tokens": 2_000})  # a small window: compaction runs too
+        section = llm_section(
+            server,
+            provider,
+            stream,
+            request_timeout_seconds=REQUEST_TIMEOUT_SECONDS,
+            retry={"max_attempts": RETRY_ATTEMPTS, "max_total_seconds": 30.0},
+            context={"window_budget_tokens": 2_000},
+        )  # a small window: compaction runs too
         while runs < turns:
             runs += 1
             state = store.load()
-            policy = build_llm_policy(LlmSettings.model_validate(section), environ=TEST_KEYS,
-                                      sleep=SleepRecorder(cap_seconds=0.01),
-                                      on_retry=lambda *retry: retries.append(retry))
+            policy = build_llm_policy(
+                LlmSettings.model_validate(section),
+                environ=TEST_KEYS,
+                sleep=SleepRecorder(cap_seconds=0.01),
+                on_retry=lambda *retry: retries.append(retry),
+            )
             try:
                 event = agent_for(policy, store, state).run()  # any exception here is a crash: the test fails
             finally:
@@ -120,9 +136,16 @@ def soak(tmp_path: Path, provider: ProviderName, stream: bool, turns: int, seed:
             store.save(saved)
         final = store.load()
         questions = [len(question.evidence) for question in final.questions if question.kind == "model_unavailable"]
-        return SoakOutcome(requests=list(server.requests), rejections=list(server.rejections),
-                           retries=len(retries), timeouts=sum("time" in reason.lower() for *_, reason in retries),
-                           questions=questions, state=final, runs=runs, model=model)
+        return SoakOutcome(
+            requests=list(server.requests),
+            rejections=list(server.rejections),
+            retries=len(retries),
+            timeouts=sum("time" in reason.lower() for *_, reason in retries),
+            questions=questions,
+            state=final,
+            runs=runs,
+            model=model,
+        )
 
 
 def check(outcome: SoakOutcome) -> tuple[int, int]:
@@ -150,8 +173,9 @@ def check(outcome: SoakOutcome) -> tuple[int, int]:
 
 @pytest.mark.timeout(3600 if heavy() else 300)
 @pytest.mark.parametrize(("provider", "stream"), MODES, ids=MODE_IDS)
-def test_every_model_fault_is_recovered_or_saved_as_a_question(provider: ProviderName, stream: bool,
-                                                               tmp_path: Path) -> None:
+def test_every_model_fault_is_recovered_or_saved_as_a_question(
+    provider: ProviderName, stream: bool, tmp_path: Path
+) -> None:
     turns = 1000 if heavy() else 100
     outcome = soak(tmp_path, provider, stream, turns, seed=MODES.index((provider, stream)))
     calls, faults = check(outcome)
@@ -159,6 +183,8 @@ def test_every_model_fault_is_recovered_or_saved_as_a_question(provider: Provide
     assert faults >= 0.3 * calls, f"only {faults} faults in {calls} calls"
     kinds = set(outcome.model.faults)
     assert {"status:429", "status:500", "status:529", "delay", "cut_stream"} <= kinds, kinds
-    print(f"\n{provider}-{'sse' if stream else 'json'}: {calls} model calls, {faults} faults "
-          f"({outcome.model.faults}, {len(outcome.model.malformed_ids)} malformed), {outcome.retries} retried, "
-          f"{len(outcome.questions)} saved questions, 0 crashes")
+    print(
+        f"\n{provider}-{'sse' if stream else 'json'}: {calls} model calls, {faults} faults "
+        f"({outcome.model.faults}, {len(outcome.model.malformed_ids)} malformed), {outcome.retries} retried, "
+        f"{len(outcome.questions)} saved questions, 0 crashes"
+    )

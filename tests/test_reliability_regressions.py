@@ -42,8 +42,20 @@ def test_answering_a_budget_question_does_not_relaunch_a_verified_engine(state_d
     """Found by the kill-and-resume chain: an answer to the loop's budget question ("extend 4") made the
     runbook relaunch the engine when the budget ran out in its benchmark phase, so every extension was
     spent on a stop, a launch and a correctness check, and the run never reached done."""
-    blocked = run_agent("run", "--goal", "serve the model", "--sim", "h100-healthy", "--policy", "runbook",
-                        "--max-steps", "4", "--state-dir", state_dir, timeout=120)
+    blocked = run_agent(
+        "run",
+        "--goal",
+        "serve the model",
+        "--sim",
+        "h100-healthy",
+        "--policy",
+        "runbook",
+        "--max-steps",
+        "4",
+        "--state-dir",
+        state_dir,
+        timeout=120,
+    )
     for _ in range(8):  # (one more step at a time if a busy port cost a launch) until it stops in the bench phase
         assert blocked.returncode == 3, blocked.stderr[-2000:]
         before = json.loads((state_dir / "latest.json").read_text())
@@ -63,8 +75,11 @@ def test_answering_a_budget_question_does_not_relaunch_a_verified_engine(state_d
 
 
 def _launches(state_dir: Path) -> int:
-    return sum(1 for entry in journal_records(state_dir)
-               if entry.get("kind") == "intent" and entry.get("tool") == "launch_engine")
+    return sum(
+        1
+        for entry in journal_records(state_dir)
+        if entry.get("kind") == "intent" and entry.get("tool") == "launch_engine"
+    )
 
 
 # Saves a state, then starts a sleeper through start_process with a checkpoint that SIGKILLs this very
@@ -90,8 +105,14 @@ start_process(context, name="engine-1", argv=[sys.executable, sleeper, "orphan"]
 
 def _die_before_recording(state_dir: Path, run_id: str) -> None:
     sleeper = Path(__file__).parent / "support" / "fakes" / "sleeper.py"
-    died = subprocess.run([sys.executable, "-c", _DIE_BEFORE_RECORDING, str(state_dir), str(sleeper), run_id],
-                          env=agent_environment(), capture_output=True, text=True, timeout=60, check=False)
+    died = subprocess.run(
+        [sys.executable, "-c", _DIE_BEFORE_RECORDING, str(state_dir), str(sleeper), run_id],
+        env=agent_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert died.returncode == -signal.SIGKILL, died.stderr
 
 
@@ -145,8 +166,12 @@ def test_an_invalid_filter_regex_is_a_clear_tail_log_error(tmp_path: Path) -> No
     ("tail_log failed: error: missing ), unterminated subpattern ... (traceback in ...)")."""
     log = tmp_path / "engine.log"
     log.write_text("RuntimeError: CUDA error: out of memory\n", encoding="utf-8")
-    context = ToolContext(state=ProjectState(goal="tail"), state_dir=tmp_path, host=LocalHost(exit_dir=tmp_path),
-                          settings=ToolSettings(engine_python=sys.executable))
+    context = ToolContext(
+        state=ProjectState(goal="tail"),
+        state_dir=tmp_path,
+        host=LocalHost(exit_dir=tmp_path),
+        settings=ToolSettings(engine_python=sys.executable),
+    )
     result = default_registry().execute("tail_log", {"path": str(log), "filter": "(", "regex": True}, context)
     assert not result.ok and result.error is not None
     assert result.error.startswith("filter is not a valid regular expression") and "traceback" not in result.error
@@ -184,9 +209,15 @@ def test_a_lock_file_that_cannot_be_written_is_not_a_traceback(tmp_path: Path) -
     def no_writes() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
 
-    refused = subprocess.run([sys.executable, "-m", "agent", "resume", str(state_dir), "--answer", "yes"],
-                             capture_output=True, text=True, env=agent_environment(), preexec_fn=no_writes,
-                             timeout=60, check=False)
+    refused = subprocess.run(
+        [sys.executable, "-m", "agent", "resume", str(state_dir), "--answer", "yes"],
+        capture_output=True,
+        text=True,
+        env=agent_environment(),
+        preexec_fn=no_writes,
+        timeout=60,
+        check=False,
+    )
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
     assert refused.stderr.startswith("agent: error: cannot write the state") and "File too large" in refused.stderr
     assert (state_dir / "latest.json").read_bytes() == before

@@ -38,9 +38,12 @@ OUTSIDE_TEXT = "alpha: outside the writable roots\n"
 def _context(tmp_path: Path, roots: list[Path], state: ProjectState | None = None) -> ToolContext:
     state_dir = tmp_path / "state"
     state_dir.mkdir(exist_ok=True)
-    return ToolContext(state=state or ProjectState(goal="guards"), state_dir=state_dir,
-                       host=LocalHost(exit_dir=tmp_path / "exits"),
-                       settings=ToolSettings(engine_python=sys.executable, allowed_write_roots=roots))
+    return ToolContext(
+        state=state or ProjectState(goal="guards"),
+        state_dir=state_dir,
+        host=LocalHost(exit_dir=tmp_path / "exits"),
+        settings=ToolSettings(engine_python=sys.executable, allowed_write_roots=roots),
+    )
 
 
 class Swapper(threading.Thread):
@@ -72,8 +75,7 @@ class Swapper(threading.Thread):
 
 
 @pytest.mark.parametrize("swapped", ["file", "directory"])
-def test_patch_file_never_writes_outside_while_the_target_is_swapped_for_links(swapped: str,
-                                                                             tmp_path: Path) -> None:
+def test_patch_file_never_writes_outside_while_the_target_is_swapped_for_links(swapped: str, tmp_path: Path) -> None:
     root, outside_dir = tmp_path / "root", tmp_path / "outside"
     (root / "sub").mkdir(parents=True)
     outside_dir.mkdir()
@@ -82,18 +84,27 @@ def test_patch_file_never_writes_outside_while_the_target_is_swapped_for_links(s
     target = root / "sub" / "target.txt"
     target.write_text("alpha\n")
     context = _context(tmp_path, [root])
-    swapper = (Swapper(target, outside_file, b"alpha\n") if swapped == "file"
-               else Swapper(root / "sub", outside_dir, None))
+    swapper = (
+        Swapper(target, outside_file, b"alpha\n") if swapped == "file" else Swapper(root / "sub", outside_dir, None)
+    )
     trials = 5000 if heavy() else 300
     outcomes: dict[str, int] = {}
     swapper.start()
     try:
         for _ in range(trials):
-            result = REGISTRY.execute("patch_file", {"path": str(target), "search": "alpha", "replace": "beta"},
-                                      context)
+            result = REGISTRY.execute(
+                "patch_file", {"path": str(target), "search": "alpha", "replace": "beta"}, context
+            )
             error = result.error or ""
-            kind = ("patched" if result.ok else "refused" if "refused" in error
-                    else "not found" if "does not exist" in error or "matches 0 times" in error else error)
+            kind = (
+                "patched"
+                if result.ok
+                else "refused"
+                if "refused" in error
+                else "not found"
+                if "does not exist" in error or "matches 0 times" in error
+                else error
+            )
             outcomes[kind] = outcomes.get(kind, 0) + 1
             assert result.ok or kind in ("refused", "not found"), error
             assert outside_file.read_text() == OUTSIDE_TEXT, "a write went through a symlink"
@@ -107,25 +118,37 @@ def test_patch_file_never_writes_outside_while_the_target_is_swapped_for_links(s
 
 # -- a reused PID ------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def foreign() -> Iterator[subprocess.Popen[bytes]]:
     """A live process the agent did not start (started here, by the test)."""
-    process = subprocess.Popen([sys.executable, str(SLEEPER), "foreign"], stdout=subprocess.DEVNULL,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, str(SLEEPER), "foreign"], stdout=subprocess.DEVNULL, start_new_session=True
+    )
     assert wait_for(lambda: psutil.Process(process.pid).status() != psutil.STATUS_ZOMBIE)
     yield process
     process.kill()
     process.wait()
 
 
-def test_a_foreign_process_that_reuses_a_recorded_pid_is_never_signalled(tmp_path: Path,
-                                                                         foreign: subprocess.Popen[bytes]) -> None:
+def test_a_foreign_process_that_reuses_a_recorded_pid_is_never_signalled(
+    tmp_path: Path, foreign: subprocess.Popen[bytes]
+) -> None:
     create_time = psutil.Process(foreign.pid).create_time()
     state = ProjectState(goal="pid reuse")
     # The record has the foreign PID but another start time: our engine died and its PID was reused.
-    state.processes.append(ProcessRecord(name="engine-1", pid=foreign.pid, create_time=create_time - 50.0,
-                                         argv=["python", "-m", "sglang.launch_server"], kind="engine", port=30000,
-                                         log_path=str(tmp_path / "engine.log"), state="ready"))
+    state.processes.append(
+        ProcessRecord(
+            name="engine-1",
+            pid=foreign.pid,
+            create_time=create_time - 50.0,
+            argv=["python", "-m", "sglang.launch_server"],
+            kind="engine",
+            port=30000,
+            log_path=str(tmp_path / "engine.log"),
+            state="ready",
+        )
+    )
     context = _context(tmp_path, [tmp_path], state)
     status = REGISTRY.execute("engine_status", {"name": "engine-1"}, context)
     stopped = REGISTRY.execute("stop_engine", {"name": "engine-1", "grace_seconds": 0}, context)
@@ -144,14 +167,44 @@ def test_a_foreign_process_that_reuses_a_recorded_pid_is_never_signalled(tmp_pat
 # -- shell guardrails ----------------------------------------------------------------------------------------
 
 DESTRUCTIVE = [
-    "rm -rf /", "rm -rf /*", "rm -rf ~", "rm -rf $HOME/", "rm -r --no-preserve-root /", "rm -rf /usr",
-    "sudo rm -rf /var", "rm -rf \"$UNSET_VARIABLE\"/", "rm -rf $(cat paths.txt)", "cd / && rm -rf *",
-    "find / -delete", "find ~ -exec rm -rf {} +", "ls | xargs rm -rf", "mkfs.ext4 /dev/sda1", "mkswap /dev/nvme0n1",
-    "wipefs -a /dev/sdb", "fdisk /dev/sda", "parted /dev/nvme0n1 rm 1", "dd if=/dev/zero of=/dev/sda bs=1M",
-    "echo x > /dev/nvme0n1", "cat image.iso | tee /dev/sdb", "shutdown -h now", "reboot", "poweroff", "halt",
-    "systemctl reboot", "init 0", "nvidia-smi -r -i 0", "nvidia-smi --gpu-reset", "rmmod nvidia_uvm nvidia",
-    "modprobe -r nvidia", "echo 1 > /sys/bus/pci/devices/0000:3b:00.0/reset", "echo b > /proc/sysrq-trigger",
-    "kill -9 1", "kill -- -1", "pkill -9 python", "killall sleep", "git clean -fdx",
+    "rm -rf /",
+    "rm -rf /*",
+    "rm -rf ~",
+    "rm -rf $HOME/",
+    "rm -r --no-preserve-root /",
+    "rm -rf /usr",
+    "sudo rm -rf /var",
+    'rm -rf "$UNSET_VARIABLE"/',
+    "rm -rf $(cat paths.txt)",
+    "cd / && rm -rf *",
+    "find / -delete",
+    "find ~ -exec rm -rf {} +",
+    "ls | xargs rm -rf",
+    "mkfs.ext4 /dev/sda1",
+    "mkswap /dev/nvme0n1",
+    "wipefs -a /dev/sdb",
+    "fdisk /dev/sda",
+    "parted /dev/nvme0n1 rm 1",
+    "dd if=/dev/zero of=/dev/sda bs=1M",
+    "echo x > /dev/nvme0n1",
+    "cat image.iso | tee /dev/sdb",
+    "shutdown -h now",
+    "reboot",
+    "poweroff",
+    "halt",
+    "systemctl reboot",
+    "init 0",
+    "nvidia-smi -r -i 0",
+    "nvidia-smi --gpu-reset",
+    "rmmod nvidia_uvm nvidia",
+    "modprobe -r nvidia",
+    "echo 1 > /sys/bus/pci/devices/0000:3b:00.0/reset",
+    "echo b > /proc/sysrq-trigger",
+    "kill -9 1",
+    "kill -- -1",
+    "pkill -9 python",
+    "killall sleep",
+    "git clean -fdx",
 ]
 
 
@@ -163,11 +216,20 @@ class DryHost(LocalHost):
         super().__init__(exit_dir)
         self.commands: list[list[str]] = []
 
-    def run(self, argv: list[str], *, timeout: float, cwd: Path | None = None, env: dict[str, str] | None = None,
-            input_text: str | None = None, output_cap_bytes: int = 1_000_000) -> CommandResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        input_text: str | None = None,
+        output_cap_bytes: int = 1_000_000,
+    ) -> CommandResult:
         if argv and argv[0] == "pgrep":
-            return super().run(argv, timeout=timeout, cwd=cwd, env=env, input_text=input_text,
-                               output_cap_bytes=output_cap_bytes)
+            return super().run(
+                argv, timeout=timeout, cwd=cwd, env=env, input_text=input_text, output_cap_bytes=output_cap_bytes
+            )
         self.commands.append(argv)
         return CommandResult(argv=argv, exit_code=126, stderr="not run: a dry host")
 
@@ -182,8 +244,9 @@ def foreign_sleep() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("command", DESTRUCTIVE)
-def test_every_destructive_shell_pattern_escalates_and_does_not_run(command: str, tmp_path: Path,
-                                                                    foreign_sleep: None) -> None:
+def test_every_destructive_shell_pattern_escalates_and_does_not_run(
+    command: str, tmp_path: Path, foreign_sleep: None
+) -> None:
     host = DryHost(tmp_path / "exits")
     context = _context(tmp_path, [tmp_path])
     context.host = host
@@ -194,8 +257,9 @@ def test_every_destructive_shell_pattern_escalates_and_does_not_run(command: str
     assert host.commands == [], "the guard let a destructive command through to the host"
 
 
-def test_a_destructive_command_blocks_the_run_until_approved_and_runs_once(tmp_path: Path,
-                                                                           foreign: subprocess.Popen[bytes]) -> None:
+def test_a_destructive_command_blocks_the_run_until_approved_and_runs_once(
+    tmp_path: Path, foreign: subprocess.Popen[bytes]
+) -> None:
     state_dir = tmp_path / "state"
     kill = {"tool": "shell", "arguments": {"command": f"kill -9 {foreign.pid}"}}
     script = write_script(tmp_path / "plan.json", [kill, kill, kill, {"finish": "done"}])
@@ -206,19 +270,24 @@ def test_a_destructive_command_blocks_the_run_until_approved_and_runs_once(tmp_p
     approved = run_agent("resume", state_dir, "--answer", "approve")
     assert approved.returncode == 0, approved.stderr
     assert foreign.wait(timeout=10) == -signal.SIGKILL
-    shell_results = [entry["result"] for entry in journal_records(state_dir)
-                     if entry["kind"] == "result" and entry["tool"] == "shell"]
+    shell_results = [
+        entry["result"]
+        for entry in journal_records(state_dir)
+        if entry["kind"] == "result" and entry["tool"] == "shell"
+    ]
     assert [result["ok"] for result in shell_results] == [False, False, True]
 
 
 # -- one agent per state directory ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("command", ["run", "resume"])
 def test_agents_racing_for_one_state_directory_exactly_one_runs(command: str, tmp_path: Path) -> None:
     rounds, racers = (10, 6) if heavy() else (1, 4)
     hold = {"tool": "wait", "arguments": {"seconds": 30, "reason": "hold the directory"}}
-    script = write_script(tmp_path / "plan.json", [*([{"ask": "ready?"}] if command == "resume" else []), hold,
-                                                   {"finish": "ok"}])
+    script = write_script(
+        tmp_path / "plan.json", [*([{"ask": "ready?"}] if command == "resume" else []), hold, {"finish": "ok"}]
+    )
     for round_number in range(rounds):
         state_dir = tmp_path / f"state-{round_number}"
         if command == "resume":

@@ -54,12 +54,15 @@ def test_vllm_eagle3_drops_the_generic_drafter_for_a_trained_one(state_dir: Path
     assert offshelf["engine_config"]["speculative"]["algorithm"] == "EAGLE3"
 
 
-@pytest.mark.parametrize(("scenario", "expected_change"), [
-    ("h100-healthy", None),
-    ("oom", "mem_fraction"),
-    ("cuda-graph", "cuda_graph_max_bs"),
-    ("port-in-use", "port"),
-])
+@pytest.mark.parametrize(
+    ("scenario", "expected_change"),
+    [
+        ("h100-healthy", None),
+        ("oom", "mem_fraction"),
+        ("cuda-graph", "cuda_graph_max_bs"),
+        ("port-in-use", "port"),
+    ],
+)
 def test_scenarios_that_end_served(scenario: str, expected_change: str | None, state_dir: Path) -> None:
     result, state = run_scenario(scenario, "serve the model", state_dir)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -71,16 +74,19 @@ def test_scenarios_that_end_served(scenario: str, expected_change: str | None, s
     else:
         assert any(change.startswith(expected_change) for change in progress["changes"])
     assert [record["label"] for record in state["benchmarks"]] == ["baseline single-stream", "baseline peak"]
-    assert any(finding["summary"].startswith("correctness") or "correct" in finding["summary"]
-               for finding in state["findings"])
+    assert any(
+        finding["summary"].startswith("correctness") or "correct" in finding["summary"] for finding in state["findings"]
+    )
 
 
-@pytest.mark.parametrize(("scenario", "kind", "answer", "kind_after"), [
-    ("gpu-fault", "hardware", "proceed anyway", "hardware"),
-    ("unknown-crash", "unknown_failure", "retry", "unknown_failure"),
-])
-def test_scenarios_that_need_a_human(scenario: str, kind: str, answer: str, kind_after: str,
-                                     state_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("scenario", "kind", "answer", "kind_after"),
+    [
+        ("gpu-fault", "hardware", "proceed anyway", "hardware"),
+        ("unknown-crash", "unknown_failure", "retry", "unknown_failure"),
+    ],
+)
+def test_scenarios_that_need_a_human(scenario: str, kind: str, answer: str, kind_after: str, state_dir: Path) -> None:
     result, state = run_scenario(scenario, "serve the model", state_dir)
     assert result.returncode == 3, result.stderr[-3000:]
     assert state["status"] == "blocked"

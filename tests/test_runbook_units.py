@@ -21,9 +21,11 @@ def test_goal_names_engine_speculation_and_model() -> None:
 
 
 def test_target_and_drafter_are_picked_by_name() -> None:
-    models = [ModelInfo(name="Llama-3.1-8B", path="/m/llama", role="target"),
-              ModelInfo(name="Kimi-K2.5-INT4", path="/m/kimi", role="target"),
-              ModelInfo(name="Kimi-K2-Instruct-eagle3", path="/m/kimi-eagle", role="drafter")]
+    models = [
+        ModelInfo(name="Llama-3.1-8B", path="/m/llama", role="target"),
+        ModelInfo(name="Kimi-K2.5-INT4", path="/m/kimi", role="target"),
+        ModelInfo(name="Kimi-K2-Instruct-eagle3", path="/m/kimi-eagle", role="drafter"),
+    ]
     target = pick_target(parse_goal("serve kimi with eagle3"), models)
     assert target is not None and target.path == "/m/kimi"
     drafter = pick_drafter(target, models)
@@ -49,10 +51,13 @@ def test_remedies_change_one_thing_and_leave_the_input_untouched() -> None:
 
 def test_answers_carry_settings_and_release_the_question() -> None:
     assert settings_in("try attention_backend=triton and NCCL_P2P_DISABLE=1 mem_fraction=0.7") == {
-        "set_flag": {"attention_backend": "triton", "mem_fraction": 0.7}, "set_env": {"NCCL_P2P_DISABLE": "1"}}
+        "set_flag": {"attention_backend": "triton", "mem_fraction": 0.7},
+        "set_env": {"NCCL_P2P_DISABLE": "1"},
+    }
     state = ProjectState(goal="serve kimi")
-    progress = RunbookProgress(base_config={"engine": "sglang", "env": {}}, blocked_on="unknown_failure",
-                               phase="launch")
+    progress = RunbookProgress(
+        base_config={"engine": "sglang", "env": {}}, blocked_on="unknown_failure", phase="launch"
+    )
     apply_answer(state, progress, "retry with attention_backend=triton")
     assert progress.base_config["attention_backend"] == "triton"
     assert progress.blocked_on is None and "unknown_failure" in progress.acknowledged

@@ -58,18 +58,51 @@ def shell(context: ToolContext, command: str, **extra: object) -> ToolResult:
 
 
 DESTRUCTIVE = [
-    "rm -rf /", "rm -rf /*", "sudo rm -rf --no-preserve-root /", "rm -r -f ~", "rm -fr $HOME", "rm -Rf ~/",
-    "rm -rf {state}", "rm -rf {state}/..", "cd /tmp && rm -rf /usr", "ls; rm --recursive /etc",
-    "bash -c 'rm -rf /'", "sh -c \"echo hi; rm -rf ~\"", "echo $(rm -rf /)", "echo `rm -rf ~`",
-    "find / -delete", "find ~ -name '*.log' -exec rm -f {} +", "rm -rf $OPSLOOP_UNSET_VARIABLE/",
-    "timeout 5 nohup rm -rf /", "env FOO=1 rm -rf ~", "ls\nrm -rf /", "ssh node2 'sudo rm -rf /'",
-    "find . -name x | xargs rm -rf", "mkfs.ext4 /dev/sdb1", "mkfs -t xfs /dev/nvme1n1", "wipefs -a /dev/sdc",
-    "dd if=/dev/zero of=/dev/sda bs=1M", "cat disk.img > /dev/nvme0n1", "echo x | sudo tee /dev/sdb",
-    "shutdown -h now", "sudo reboot", "systemctl poweroff", "init 6", "halt", "poweroff",
-    "nvidia-smi -r -i 0", "sudo nvidia-smi --gpu-reset -i 3", "sudo rmmod nvidia_uvm nvidia",
-    "modprobe -r nvidia", "echo 1 > /sys/bus/pci/devices/0000:3b:00.0/reset",
-    "cd {state}/.. && git clean -fdx", "kill -9 -1", "kill -- -1", "kill -9 $(pgrep python)",
-    "pgrep sglang | xargs kill -9", "kill $PID",
+    "rm -rf /",
+    "rm -rf /*",
+    "sudo rm -rf --no-preserve-root /",
+    "rm -r -f ~",
+    "rm -fr $HOME",
+    "rm -Rf ~/",
+    "rm -rf {state}",
+    "rm -rf {state}/..",
+    "cd /tmp && rm -rf /usr",
+    "ls; rm --recursive /etc",
+    "bash -c 'rm -rf /'",
+    'sh -c "echo hi; rm -rf ~"',
+    "echo $(rm -rf /)",
+    "echo `rm -rf ~`",
+    "find / -delete",
+    "find ~ -name '*.log' -exec rm -f {} +",
+    "rm -rf $OPSLOOP_UNSET_VARIABLE/",
+    "timeout 5 nohup rm -rf /",
+    "env FOO=1 rm -rf ~",
+    "ls\nrm -rf /",
+    "ssh node2 'sudo rm -rf /'",
+    "find . -name x | xargs rm -rf",
+    "mkfs.ext4 /dev/sdb1",
+    "mkfs -t xfs /dev/nvme1n1",
+    "wipefs -a /dev/sdc",
+    "dd if=/dev/zero of=/dev/sda bs=1M",
+    "cat disk.img > /dev/nvme0n1",
+    "echo x | sudo tee /dev/sdb",
+    "shutdown -h now",
+    "sudo reboot",
+    "systemctl poweroff",
+    "init 6",
+    "halt",
+    "poweroff",
+    "nvidia-smi -r -i 0",
+    "sudo nvidia-smi --gpu-reset -i 3",
+    "sudo rmmod nvidia_uvm nvidia",
+    "modprobe -r nvidia",
+    "echo 1 > /sys/bus/pci/devices/0000:3b:00.0/reset",
+    "cd {state}/.. && git clean -fdx",
+    "kill -9 -1",
+    "kill -- -1",
+    "kill -9 $(pgrep python)",
+    "pgrep sglang | xargs kill -9",
+    "kill $PID",
 ]
 
 
@@ -84,21 +117,37 @@ def test_destructive_commands_escalate_instead_of_running(context: ToolContext, 
     assert context.state_dir.exists()
 
 
-def test_killing_processes_the_agent_did_not_start_escalates(context: ToolContext,
-                                                             foreign: subprocess.Popen[bytes]) -> None:
+def test_killing_processes_the_agent_did_not_start_escalates(
+    context: ToolContext, foreign: subprocess.Popen[bytes]
+) -> None:
     marker = foreign.marker  # type: ignore[attr-defined]
     context.host = GuardedHost(exit_dir=context.state_dir / "exits")
-    for command in (f"kill -9 {foreign.pid}", f"kill -TERM -- -{foreign.pid}", f"pkill -f {marker}",
-                    f"sudo pkill -9 -f {marker}", f"killall {Path(sys.executable).name}"):
+    for command in (
+        f"kill -9 {foreign.pid}",
+        f"kill -TERM -- -{foreign.pid}",
+        f"pkill -f {marker}",
+        f"sudo pkill -9 -f {marker}",
+        f"killall {Path(sys.executable).name}",
+    ):
         with pytest.raises(NeedsApproval, match="not start"):
             shell(context, command)
     assert foreign.poll() is None
 
 
 SAFE = [
-    "echo hello", "ls -la", "rm -rf ./build", "rm -rf build/*", "rm build/a.txt", "echo 'rm -rf /'",
-    "grep -c shutdown notes.txt", "dd if=/dev/zero of=out.bin bs=1k count=1", "cat notes.txt > /dev/null",
-    "echo reboot >> notes.txt", "kill -l", "find build -name '*.txt'", "FOO=1 env | grep -c FOO",
+    "echo hello",
+    "ls -la",
+    "rm -rf ./build",
+    "rm -rf build/*",
+    "rm build/a.txt",
+    "echo 'rm -rf /'",
+    "grep -c shutdown notes.txt",
+    "dd if=/dev/zero of=out.bin bs=1k count=1",
+    "cat notes.txt > /dev/null",
+    "echo reboot >> notes.txt",
+    "kill -l",
+    "find build -name '*.txt'",
+    "FOO=1 env | grep -c FOO",
     "pkill -f opsloop-no-such-process-{marker}",
 ]
 
@@ -146,8 +195,9 @@ def test_timeout_kills_the_whole_process_group(context: ToolContext) -> None:
     result = shell(context, "sleep 30 & echo $!; sleep 30", timeout_seconds=0.5)
     assert result.ok and result.output is not None and result.output["timed_out"]
     background = int(result.output["stdout"].split()[0])
-    assert wait_for(lambda: not psutil.pid_exists(background) or
-                    psutil.Process(background).status() == psutil.STATUS_ZOMBIE)
+    assert wait_for(
+        lambda: not psutil.pid_exists(background) or psutil.Process(background).status() == psutil.STATUS_ZOMBIE
+    )
 
 
 def test_long_output_is_capped_and_saved_in_full(context: ToolContext) -> None:
@@ -161,8 +211,15 @@ def test_an_approved_command_runs_once(context: ToolContext, foreign: subprocess
     with pytest.raises(NeedsApproval) as raised:
         shell(context, command)
     request = raised.value
-    record_question(context.state, Ask(question=f"shell needs approval: {request.reason}", evidence=request.evidence,
-                                       options=request.options, question_kind="approval"))
+    record_question(
+        context.state,
+        Ask(
+            question=f"shell needs approval: {request.reason}",
+            evidence=request.evidence,
+            options=request.options,
+            question_kind="approval",
+        ),
+    )
     answer_question(context.state, "approve")
     result = shell(context, command)
     assert result.ok and result.output is not None and result.output["approved_by_question"] == "q1"
@@ -174,8 +231,9 @@ def test_an_approved_command_runs_once(context: ToolContext, foreign: subprocess
 def test_a_denied_command_stays_blocked(context: ToolContext) -> None:
     with pytest.raises(NeedsApproval) as raised:
         shell(context, "rm -rf ~")
-    record_question(context.state, Ask(question="shell needs approval", evidence=raised.value.evidence,
-                                       question_kind="approval"))
+    record_question(
+        context.state, Ask(question="shell needs approval", evidence=raised.value.evidence, question_kind="approval")
+    )
     answer_question(context.state, "deny")
     with pytest.raises(NeedsApproval):
         shell(context, "rm -rf ~")

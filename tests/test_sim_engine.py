@@ -46,18 +46,24 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def _start(engines: list[EngineProcess], scenario: Path, sim_root: Path, flags: list[str], engine: str = "sglang",
-           env: dict[str, str] | None = None) -> EngineProcess:
+def _start(
+    engines: list[EngineProcess],
+    scenario: Path,
+    sim_root: Path,
+    flags: list[str],
+    engine: str = "sglang",
+    env: dict[str, str] | None = None,
+) -> EngineProcess:
     process = EngineProcess(scenario, sim_root, flags, engine, env)
     engines.append(process)
     return process
 
 
-def test_crash_rule_matches_the_real_flag_and_ends_with_engine_lines(tmp_path: Path,
-                                                                    engines: list[EngineProcess]) -> None:
+def test_crash_rule_matches_the_real_flag_and_ends_with_engine_lines(
+    tmp_path: Path, engines: list[EngineProcess]
+) -> None:
     scenario = write_scenario(tmp_path, rules=SM120_RULES)
-    flags = ["--model-path", "test-org/Test-30B", "--tp", "2", "--attention-backend", "fa3",
-             "--port", str(free_port())]
+    flags = ["--model-path", "test-org/Test-30B", "--tp", "2", "--attention-backend", "fa3", "--port", str(free_port())]
     engine = _start(engines, scenario, tmp_path / "sim", flags, env={"NCCL_P2P_DISABLE": "1"})
     assert engine.wait_exit() == 3
     log = engine.log()
@@ -71,8 +77,16 @@ def test_crash_rule_matches_the_real_flag_and_ends_with_engine_lines(tmp_path: P
 def test_nccl_p2p_disable_turns_a_hang_into_a_serving_engine(tmp_path: Path, engines: list[EngineProcess]) -> None:
     scenario = write_scenario(tmp_path, rules=SM120_RULES)
     port = free_port()
-    flags = ["--model-path", "test-org/Test-30B", "--tp-size", "2", "--attention-backend", "triton",
-             "--port", str(port)]
+    flags = [
+        "--model-path",
+        "test-org/Test-30B",
+        "--tp-size",
+        "2",
+        "--attention-backend",
+        "triton",
+        "--port",
+        str(port),
+    ]
     hung = _start(engines, scenario, tmp_path / "sim", flags, env={"NCCL_DEBUG": "INFO"})
     _wait_for(lambda: "via P2P/CUMEM" in hung.log())
     time.sleep(0.5)  # five times the whole start-up of this scenario
@@ -136,8 +150,9 @@ def test_memory_physics_out_of_memory_and_wrong_model(tmp_path: Path, engines: l
 def test_vllm_command_line_and_start_up_lines(tmp_path: Path, engines: list[EngineProcess]) -> None:
     scenario = write_scenario(tmp_path)
     port = free_port()
-    engine = _start(engines, scenario, tmp_path / "sim", ["test-org/Test-30B", "-tp", "2", "--port", str(port)],
-                    engine="vllm")
+    engine = _start(
+        engines, scenario, tmp_path / "sim", ["test-org/Test-30B", "-tp", "2", "--port", str(port)], engine="vllm"
+    )
     wait_healthy(port, engine.process, log=engine.log_path)
     log = engine.log()
     assert "vLLM API server version 0.33.0" in log and f"Starting vLLM server on http://127.0.0.1:{port}" in log

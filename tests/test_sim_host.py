@@ -33,10 +33,13 @@ def test_a_faulty_gpu_shows_in_the_probe_nvidia_smi_and_dmesg(tmp_path: Path) ->
     host = SimHost.from_scenario("gpu-fault", tmp_path)
     faulty = host.probe_gpus().gpus[3]
     assert faulty.ecc_errors_uncorrected == 2
-    assert faulty.xid_errors == ["Xid 48: Double Bit ECC Error (DBE)",
-                                 "Xid 63: ECC page retirement or row remapping recording event"]
-    query = host.run(["nvidia-smi", "--query-gpu=index,ecc.errors.uncorrected.volatile.total",
-                      "--format=csv,noheader"], timeout=30)
+    assert faulty.xid_errors == [
+        "Xid 48: Double Bit ECC Error (DBE)",
+        "Xid 63: ECC page retirement or row remapping recording event",
+    ]
+    query = host.run(
+        ["nvidia-smi", "--query-gpu=index,ecc.errors.uncorrected.volatile.total", "--format=csv,noheader"], timeout=30
+    )
     assert query.exit_code == 0 and query.stdout.splitlines()[3] == "3, 2"
     assert query.argv[0] == "nvidia-smi"  # the caller sees its own command
     kernel = host.run(["dmesg"], timeout=30)
@@ -68,8 +71,12 @@ def test_translation_covers_the_real_command_lines(tmp_path: Path) -> None:
 def test_probe_system_sees_the_scenario_through_the_host(tmp_path: Path) -> None:
     host = SimHost.from_scenario("kimi-sm120", tmp_path)
     state = ProjectState(goal="serve kimi with eagle3")
-    context = ToolContext(state=state, state_dir=tmp_path, host=host,
-                          settings=ToolSettings(engine_python="/opt/engines/sglang/bin/python"))
+    context = ToolContext(
+        state=state,
+        state_dir=tmp_path,
+        host=host,
+        settings=ToolSettings(engine_python="/opt/engines/sglang/bin/python"),
+    )
     ProbeSystemTool().run(ProbeSystemArgs(), context)
     environment = state.environment
     assert environment.host == "sim" and len(environment.gpus) == 8
@@ -88,7 +95,7 @@ def test_probe_system_sees_the_scenario_through_the_host(tmp_path: Path) -> None
     assert json.loads((checkout / "configs" / "kimi-k25-eagle3.json").read_text())["vocab_size"] == 163840
     records = (checkout / "cache" / "dataset" / "sharegpt_train.jsonl").read_text().splitlines()
     assert len(records) == 48 and json.loads(records[0])["conversations"][0]["role"] == "user"
-    listed = host.run(["sh", "-c", "ls \"$SPECFORGE_DIR/scripts\""], timeout=30)  # the host's own variables
+    listed = host.run(["sh", "-c", 'ls "$SPECFORGE_DIR/scripts"'], timeout=30)  # the host's own variables
     assert "prepare_data.py" in listed.stdout
 
 
@@ -96,8 +103,17 @@ def test_spawned_engine_holds_gpu_memory_until_it_stops(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path)
     host = SimHost.from_scenario(str(scenario), tmp_path / "state")
     port = free_port()
-    argv = ["/opt/engines/sglang/bin/python", "-m", "sglang.launch_server", "--model-path", str(host.model_dir),
-            "--tp-size", "2", "--port", str(port)]
+    argv = [
+        "/opt/engines/sglang/bin/python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        str(host.model_dir),
+        "--tp-size",
+        "2",
+        "--port",
+        str(port),
+    ]
     spawned = host.spawn(argv, env={}, log_path=tmp_path / "engine.log")
     try:
         wait_healthy(port, log=tmp_path / "engine.log")

@@ -10,8 +10,16 @@ from support.sim import scenario_text, write_scenario
 from twin.loader import ScenarioError, builtin_names, load_scenario
 from twin.rules import Condition, LaunchFacts, When
 
-BUILTINS = {"kimi-sm120", "vllm-eagle3", "h100-healthy", "oom", "cuda-graph", "port-in-use", "gpu-fault",
-            "unknown-crash"}
+BUILTINS = {
+    "kimi-sm120",
+    "vllm-eagle3",
+    "h100-healthy",
+    "oom",
+    "cuda-graph",
+    "port-in-use",
+    "gpu-fault",
+    "unknown-crash",
+}
 
 
 def test_every_builtin_scenario_loads() -> None:
@@ -38,13 +46,16 @@ def test_a_user_file_loads_by_path(tmp_path: Path) -> None:
     assert scenario.name == "my-box" and loaded_from == path.resolve()
 
 
-@pytest.mark.parametrize(("edit", "expected"), [
-    (("cpu_cores = 16", "cpu_cores = 16\ncpu_modle = 'typo'"), "host.cpu_modle: Extra inputs are not permitted"),
-    (("memory_mib = 81559", 'memory_mib = "lots"'), "host.gpus[0].memory_mib"),
-    (("format_version = 1", "format_version = 7"), "format_version: unsupported format_version 7"),
-    (('interconnect = "pcie"', 'interconnect = "infiniband"'), "host.interconnect"),
-    (("single_stream_tok_s = 100.0", "single_stream_tok_s = 900.0"), "peak_tok_s must be at least"),
-])
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("cpu_cores = 16", "cpu_cores = 16\ncpu_modle = 'typo'"), "host.cpu_modle: Extra inputs are not permitted"),
+        (("memory_mib = 81559", 'memory_mib = "lots"'), "host.gpus[0].memory_mib"),
+        (("format_version = 1", "format_version = 7"), "format_version: unsupported format_version 7"),
+        (('interconnect = "pcie"', 'interconnect = "infiniband"'), "host.interconnect"),
+        (("single_stream_tok_s = 100.0", "single_stream_tok_s = 900.0"), "peak_tok_s must be at least"),
+    ],
+)
 def test_invalid_fields_are_named(tmp_path: Path, edit: tuple[str, str], expected: str) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(scenario_text().replace(*edit), encoding="utf-8")
@@ -81,13 +92,17 @@ def _facts(flags: dict[str, object], explicit: set[str], env: dict[str, str]) ->
 
 
 def test_conditions_see_effective_flags_and_environment() -> None:
-    when = When.model_validate({"flags": {"--attention-backend": ["fa3", "flashmla"],
-                                          "--mem-fraction-static": {"gt": 0.8}},
-                                "env": {"NCCL_P2P_DISABLE": {"not_in": ["1"]}}})
+    when = When.model_validate(
+        {
+            "flags": {"--attention-backend": ["fa3", "flashmla"], "--mem-fraction-static": {"gt": 0.8}},
+            "env": {"NCCL_P2P_DISABLE": {"not_in": ["1"]}},
+        }
+    )
     defaulted = _facts({"--attention-backend": "fa3", "--mem-fraction-static": 0.85}, set(), {})
     assert when.matches(defaulted)  # a default value counts; an unset variable is not "1"
-    assert not when.matches(_facts({"--attention-backend": "fa3", "--mem-fraction-static": 0.85}, set(),
-                                   {"NCCL_P2P_DISABLE": "1"}))
+    assert not when.matches(
+        _facts({"--attention-backend": "fa3", "--mem-fraction-static": 0.85}, set(), {"NCCL_P2P_DISABLE": "1"})
+    )
     assert not when.matches(_facts({"--attention-backend": "triton", "--mem-fraction-static": 0.85}, set(), {}))
     assert not when.matches(_facts({"--attention-backend": "fa3", "--mem-fraction-static": 0.7}, set(), {}))
 

@@ -32,8 +32,11 @@ BROKEN = "1"
 def serving(tmp_path: Path) -> Iterator[tuple[int, EngineProcess]]:
     scenario = write_scenario(tmp_path, rules=GARBLED)
     port = free_port()
-    engine = EngineProcess(scenario, tmp_path / "sim", ["--model-path", "test-org/Test-30B", "--tp", "2", "--port",
-                                                         str(port), "--enable-metrics"])
+    engine = EngineProcess(
+        scenario,
+        tmp_path / "sim",
+        ["--model-path", "test-org/Test-30B", "--tp", "2", "--port", str(port), "--enable-metrics"],
+    )
     try:
         wait_healthy(port, engine.process, log=engine.log_path)
         yield port, engine
@@ -62,13 +65,22 @@ def _stream(port: int, body: dict[str, object]) -> tuple[list[float], list[dict[
 
 def test_streaming_chat_is_paced_like_the_scenario(serving: tuple[int, EngineProcess]) -> None:
     port, _ = serving
-    body = {"model": "test-org/Test-30B", "messages": [{"role": "user", "content": "Tell me about caches"}],
-            "stream": True, "max_tokens": 40, "ignore_eos": True, "stream_options": {"include_usage": True}}
+    body = {
+        "model": "test-org/Test-30B",
+        "messages": [{"role": "user", "content": "Tell me about caches"}],
+        "stream": True,
+        "max_tokens": 40,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True},
+    }
     times, chunks = _stream(port, body)
     assert chunks[-1] == {"done": True}
     usage = chunks[-2]["usage"]
-    assert usage == {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": 40,
-                     "total_tokens": usage["prompt_tokens"] + 40}
+    assert usage == {
+        "prompt_tokens": usage["prompt_tokens"],
+        "completion_tokens": 40,
+        "total_tokens": usage["prompt_tokens"] + 40,
+    }
     content = [chunk["choices"][0]["delta"].get("content") for chunk in chunks[:-2]]
     assert len(content) == 41 and content[-1] is None  # 40 tokens, then the finish chunk
     ttft = times[0]
@@ -80,12 +92,16 @@ def test_streaming_chat_is_paced_like_the_scenario(serving: tuple[int, EnginePro
 
 def test_greedy_answers_are_right_and_sensible(serving: tuple[int, EngineProcess]) -> None:
     port, _ = serving
-    status, body = http_post(f"http://127.0.0.1:{port}/v1/chat/completions", {
-        "model": "any", "temperature": 0, "messages": [{"role": "user", "content": "What is 17 + 25?"}]})
+    status, body = http_post(
+        f"http://127.0.0.1:{port}/v1/chat/completions",
+        {"model": "any", "temperature": 0, "messages": [{"role": "user", "content": "What is 17 + 25?"}]},
+    )
     assert status == 200
     assert "42" in body["choices"][0]["message"]["content"] and body["choices"][0]["finish_reason"] == "stop"
-    status, body = http_post(f"http://127.0.0.1:{port}/v1/completions", {
-        "model": "any", "prompt": "The capital of France is", "max_tokens": 30, "temperature": 0})
+    status, body = http_post(
+        f"http://127.0.0.1:{port}/v1/completions",
+        {"model": "any", "prompt": "The capital of France is", "max_tokens": 30, "temperature": 0},
+    )
     assert status == 200 and "Paris" in body["choices"][0]["text"]
     assert body["usage"]["completion_tokens"] <= 30
 
@@ -100,8 +116,14 @@ def test_information_endpoints_and_metric_names(serving: tuple[int, EngineProces
     state = json.loads(info)["internal_states"][0]
     assert state["memory_usage"]["token_capacity"] > 0 and "avg_spec_accept_length" not in state
     status, metrics = http_get(f"{base}/metrics")
-    for name in ("sglang:num_running_reqs", "sglang:gen_throughput", "sglang:generation_tokens_total",
-                 "sglang:prompt_tokens_total", "sglang:time_to_first_token_seconds_bucket", "sglang:token_usage"):
+    for name in (
+        "sglang:num_running_reqs",
+        "sglang:gen_throughput",
+        "sglang:generation_tokens_total",
+        "sglang:prompt_tokens_total",
+        "sglang:time_to_first_token_seconds_bucket",
+        "sglang:token_usage",
+    ):
         assert f"\n{name}{{" in metrics, name
     assert http_get(f"{base}/no/such/path")[0] == 404
     assert 'POST /v1/completions HTTP/1.1" 200 OK' in engine.log()
@@ -113,10 +135,14 @@ def test_throughput_grows_with_concurrency_up_to_the_peak(serving: tuple[int, En
 
     async def run(concurrency: int) -> float:
         async with httpx.AsyncClient(timeout=30) as client:
+
             async def one(index: int) -> int:
-                response = await client.post(f"http://127.0.0.1:{port}/v1/completions", json={
-                    "prompt": f"item {index}", "max_tokens": 30, "ignore_eos": True})
+                response = await client.post(
+                    f"http://127.0.0.1:{port}/v1/completions",
+                    json={"prompt": f"item {index}", "max_tokens": 30, "ignore_eos": True},
+                )
                 return int(response.json()["usage"]["completion_tokens"])
+
             started = time.perf_counter()
             tokens = sum(await asyncio.gather(*(one(index) for index in range(concurrency))))
             return tokens / (time.perf_counter() - started)
@@ -129,12 +155,18 @@ def test_throughput_grows_with_concurrency_up_to_the_peak(serving: tuple[int, En
 def test_a_garbling_modifier_makes_repeated_tokens(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, rules=GARBLED)
     port = free_port()
-    engine = EngineProcess(scenario, tmp_path / "sim", ["--model-path", "test-org/Test-30B", "--tp", "2", "--port",
-                                                         str(port)], env={"BROKEN": "1"})
+    engine = EngineProcess(
+        scenario,
+        tmp_path / "sim",
+        ["--model-path", "test-org/Test-30B", "--tp", "2", "--port", str(port)],
+        env={"BROKEN": "1"},
+    )
     try:
         wait_healthy(port, engine.process, log=engine.log_path)
-        _, body = http_post(f"http://127.0.0.1:{port}/v1/chat/completions", {
-            "temperature": 0, "max_tokens": 30, "messages": [{"role": "user", "content": "What is 17 + 25?"}]})
+        _, body = http_post(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            {"temperature": 0, "max_tokens": 30, "messages": [{"role": "user", "content": "What is 17 + 25?"}]},
+        )
         words = body["choices"][0]["message"]["content"].split()
         assert "42" not in words and words.count("the") > 20
         assert http_get(f"http://127.0.0.1:{port}/metrics")[0] == 404  # SGLang needs --enable-metrics
@@ -157,14 +189,32 @@ def test_sglang_speculation_reports_acceptance_from_the_drafter(tmp_path: Path) 
     scenario = write_scenario(tmp_path)
     drafter = _trained_drafter(tmp_path, scenario, 3.0)
     port = free_port()
-    flags = ["--model-path", "test-org/Test-30B", "--tp", "2", "--port", str(port), "--enable-metrics",
-             "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(drafter),
-             "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+    flags = [
+        "--model-path",
+        "test-org/Test-30B",
+        "--tp",
+        "2",
+        "--port",
+        str(port),
+        "--enable-metrics",
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        str(drafter),
+        "--speculative-num-steps",
+        "3",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "4",
+    ]
     engine = EngineProcess(scenario, tmp_path / "sim", flags)
     try:
         wait_healthy(port, engine.process, log=engine.log_path)
-        status, body = http_post(f"http://127.0.0.1:{port}/generate", {
-            "text": "Write about schedulers", "sampling_params": {"max_new_tokens": 200, "ignore_eos": True}})
+        status, body = http_post(
+            f"http://127.0.0.1:{port}/generate",
+            {"text": "Write about schedulers", "sampling_params": {"max_new_tokens": 200, "ignore_eos": True}},
+        )
         meta = body["meta_info"]
         assert status == 200 and meta["completion_tokens"] == 200
         assert 2.6 <= meta["spec_accept_length"] <= 3.4 and meta["spec_verify_ct"] < 100
@@ -180,14 +230,21 @@ def test_vllm_spec_decode_counters(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path)
     port = free_port()
     spec = json.dumps({"method": "eagle3", "model": "test-org/generic-eagle3", "num_speculative_tokens": 3})
-    engine = EngineProcess(scenario, tmp_path / "sim", ["test-org/Test-30B", "-tp", "2", "--port", str(port),
-                                                         "--speculative-config", spec], engine="vllm")
+    engine = EngineProcess(
+        scenario,
+        tmp_path / "sim",
+        ["test-org/Test-30B", "-tp", "2", "--port", str(port), "--speculative-config", spec],
+        engine="vllm",
+    )
     try:
         wait_healthy(port, engine.process, log=engine.log_path)
         http_post(f"http://127.0.0.1:{port}/v1/completions", {"prompt": "x", "max_tokens": 160, "ignore_eos": True})
         metrics = http_get(f"http://127.0.0.1:{port}/metrics")[1]
-        values = {line.split("{")[0]: float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-                  if line.startswith("vllm:") and "{" in line and "position=" not in line}
+        values = {
+            line.split("{")[0]: float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith("vllm:") and "{" in line and "position=" not in line
+        }
         drafts = values["vllm:spec_decode_num_drafts_total"]
         accepted = values["vllm:spec_decode_num_accepted_tokens_total"]
         assert values["vllm:spec_decode_num_draft_tokens_total"] == 3 * drafts

@@ -38,9 +38,11 @@ deployment:
 
 
 def test_run_config_subset_of_yaml_and_schema_errors() -> None:
-    config = parse_yaml("run_id: r  # trailing comment\noutput_dir: '/tmp/out'\nmodel:\n  target_model_path: m\n"
-                        "data:\n  train_data_path: d.jsonl\ntraining:\n  max_steps: 10\n  attention_backend: sdpa\n"
-                        "deployment:\n  server_urls: [a, b]\n  ranks:\n    - 0\n    - 1\n")
+    config = parse_yaml(
+        "run_id: r  # trailing comment\noutput_dir: '/tmp/out'\nmodel:\n  target_model_path: m\n"
+        "data:\n  train_data_path: d.jsonl\ntraining:\n  max_steps: 10\n  attention_backend: sdpa\n"
+        "deployment:\n  server_urls: [a, b]\n  ranks:\n    - 0\n    - 1\n"
+    )
     assert config["training"] == {"max_steps": 10, "attention_backend": "sdpa"}
     assert config["deployment"] == {"server_urls": ["a", "b"], "ranks": [0, 1]}
     check_schema(config)
@@ -64,15 +66,34 @@ def _accept_length(port: int) -> float:
 
 
 def test_regenerate_train_export_then_serve_with_the_trained_drafter(tmp_path: Path) -> None:
-    host = SimHost.from_scenario(str(write_scenario(tmp_path, training_memory=40.0, single=300.0, peak=1500.0)),
-                                tmp_path / "state")
+    host = SimHost.from_scenario(
+        str(write_scenario(tmp_path, training_memory=40.0, single=300.0, peak=1500.0)), tmp_path / "state"
+    )
     port = free_port()
     python = "/opt/engines/sglang/bin/python"
 
     def launch(drafter: str) -> tuple[int, float]:
-        argv = [python, "-m", "sglang.launch_server", "--model-path", str(host.model_dir), "--tp", "2",
-                "--port", str(port), "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", drafter,
-                "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+        argv = [
+            python,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            str(host.model_dir),
+            "--tp",
+            "2",
+            "--port",
+            str(port),
+            "--speculative-algorithm",
+            "EAGLE3",
+            "--speculative-draft-model-path",
+            drafter,
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            "4",
+        ]
         log = tmp_path / f"engine-{time.monotonic_ns()}.log"
         spawned = host.spawn(argv, env={}, log_path=log)
         wait_healthy(port, log=log)
@@ -86,18 +107,36 @@ def test_regenerate_train_export_then_serve_with_the_trained_drafter(tmp_path: P
     engine = launch("test-org/generic-eagle3")
     generic = _accept_length(port)
     data = tmp_path / "data"
-    prepared = host.run([python, "scripts/prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)],
-                        timeout=60)
+    prepared = host.run(
+        [python, "scripts/prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)], timeout=60
+    )
     assert prepared.exit_code == 0, prepared.stderr
-    regenerated = host.run([python, "scripts/regenerate_train_data.py", "--model", "test-org/Test-30B",
-                            "--server-address", f"127.0.0.1:{port}", "--input-file-path",
-                            str(data / "sharegpt_train.jsonl"), "--output-file-path", str(data / "regen.jsonl")],
-                           timeout=60)
+    regenerated = host.run(
+        [
+            python,
+            "scripts/regenerate_train_data.py",
+            "--model",
+            "test-org/Test-30B",
+            "--server-address",
+            f"127.0.0.1:{port}",
+            "--input-file-path",
+            str(data / "sharegpt_train.jsonl"),
+            "--output-file-path",
+            str(data / "regen.jsonl"),
+        ],
+        timeout=60,
+    )
     assert regenerated.exit_code == 0, regenerated.stderr
     assert "Wrote 12 regenerated records" in regenerated.stdout
     run_yaml = tmp_path / "run.yaml"
-    run_yaml.write_text(RUN_YAML.format(output=tmp_path / "ckpt", target=host.model_dir, data=data / "regen.jsonl",
-                                        draft_config=host.layout.draft_config(host.scenario)))
+    run_yaml.write_text(
+        RUN_YAML.format(
+            output=tmp_path / "ckpt",
+            target=host.model_dir,
+            data=data / "regen.jsonl",
+            draft_config=host.layout.draft_config(host.scenario),
+        )
+    )
     busy = host.run(["specforge", "train", "--config", str(run_yaml)], timeout=60)
     assert busy.exit_code == 1 and "torch.OutOfMemoryError: CUDA out of memory" in busy.stderr  # engine holds GPUs
     stop(engine)
@@ -110,9 +149,21 @@ def test_regenerate_train_export_then_serve_with_the_trained_drafter(tmp_path: P
     latest = tmp_path / "ckpt" / "drafter-latest"
     assert latest.resolve().name == "drafter-step180" and (latest / "training_state.pt").is_file()
     assert (tmp_path / "ckpt" / "drafter-step90" / "training_state_rank1.pt").is_file()
-    exported = host.run(["specforge", "export", "--to", "sglang", "--checkpoint", str(latest), "--draft-config",
-                         str(host.layout.draft_config(host.scenario)), "--output-dir", str(tmp_path / "mine")],
-                        timeout=60)
+    exported = host.run(
+        [
+            "specforge",
+            "export",
+            "--to",
+            "sglang",
+            "--checkpoint",
+            str(latest),
+            "--draft-config",
+            str(host.layout.draft_config(host.scenario)),
+            "--output-dir",
+            str(tmp_path / "mine"),
+        ],
+        timeout=60,
+    )
     assert exported.exit_code == 0, exported.stderr
     config = json.loads((tmp_path / "mine" / "config.json").read_text())
     assert config["architectures"] == ["LlamaForCausalLMEagle3"]
@@ -128,17 +179,35 @@ def test_regenerate_train_export_then_serve_with_the_trained_drafter(tmp_path: P
 def test_training_on_generic_data_gives_a_weaker_drafter(tmp_path: Path) -> None:
     host = SimHost.from_scenario(str(write_scenario(tmp_path)), tmp_path / "state")
     data = tmp_path / "data"
-    prepared = host.run(["python3", "prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)],
-                        timeout=60)
+    prepared = host.run(["python3", "prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)], timeout=60)
     assert prepared.exit_code == 0, prepared.stderr
     run_yaml = tmp_path / "run.yaml"
-    run_yaml.write_text(RUN_YAML.format(output=tmp_path / "ckpt", target="test-org/Test-30B",
-                                        data=data / "sharegpt_train.jsonl", draft_config="unused.json"))
+    run_yaml.write_text(
+        RUN_YAML.format(
+            output=tmp_path / "ckpt",
+            target="test-org/Test-30B",
+            data=data / "sharegpt_train.jsonl",
+            draft_config="unused.json",
+        )
+    )
     trained = host.run(["specforge", "train", "-c", str(run_yaml), "training.max_steps=120"], timeout=60)
     assert trained.exit_code == 0, trained.stderr
     state = json.loads((tmp_path / "ckpt" / "drafter-latest" / "training_state.pt").read_text())
     assert state["step"] == 120 and state["data_alignment"] == 0.0, state
     assert 0.5 < state["simulated_acc_len"] < 1.0, state  # ~1.8 accept length with the bonus token
-    missing = host.run(["specforge", "export", "--to", "sglang", "--checkpoint", str(tmp_path / "nowhere"),
-                        "--draft-config", "x.json", "--output-dir", str(tmp_path / "out")], timeout=60)
+    missing = host.run(
+        [
+            "specforge",
+            "export",
+            "--to",
+            "sglang",
+            "--checkpoint",
+            str(tmp_path / "nowhere"),
+            "--draft-config",
+            "x.json",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        timeout=60,
+    )
     assert missing.exit_code == 1 and "is not a runtime checkpoint" in missing.stderr, missing

@@ -23,13 +23,33 @@ def _limit_file_size() -> None:
 
 def test_a_full_disk_is_a_clear_error_and_the_last_good_state_survives(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
-    bulky = [{"tool": "update_state", "arguments": {"findings": [{"summary": f"finding {number}: " + "x" * 4000}]}}
-             for number in range(30)]
+    bulky = [
+        {"tool": "update_state", "arguments": {"findings": [{"summary": f"finding {number}: " + "x" * 4000}]}}
+        for number in range(30)
+    ]
     script = write_script(tmp_path / "bulky.json", [*bulky, {"finish": "stored everything"}])
-    arguments = [sys.executable, "-m", "agent", "run", "-g", "fill the disk", "--script", str(script),
-                 "--state-dir", str(state_dir)]
-    full = subprocess.run(arguments, capture_output=True, text=True, env=agent_environment(), cwd=REPO_ROOT,
-                          preexec_fn=_limit_file_size, timeout=120, check=False)
+    arguments = [
+        sys.executable,
+        "-m",
+        "agent",
+        "run",
+        "-g",
+        "fill the disk",
+        "--script",
+        str(script),
+        "--state-dir",
+        str(state_dir),
+    ]
+    full = subprocess.run(
+        arguments,
+        capture_output=True,
+        text=True,
+        env=agent_environment(),
+        cwd=REPO_ROOT,
+        preexec_fn=_limit_file_size,
+        timeout=120,
+        check=False,
+    )
 
     assert full.returncode == 1, full.stderr
     assert "File too large" in full.stderr and "Traceback" not in full.stderr

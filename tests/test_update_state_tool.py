@@ -12,25 +12,38 @@ from tools.hosts.local import LocalHost
 
 
 def _context(tmp_path: Path) -> ToolContext:
-    return ToolContext(state=ProjectState(goal="g"), state_dir=tmp_path,
-                       host=LocalHost(exit_dir=tmp_path / "x"),
-                       settings=ToolSettings(engine_python=sys.executable))
+    return ToolContext(
+        state=ProjectState(goal="g"),
+        state_dir=tmp_path,
+        host=LocalHost(exit_dir=tmp_path / "x"),
+        settings=ToolSettings(engine_python=sys.executable),
+    )
 
 
 def test_tasks_are_upserted_findings_appended_and_next_steps_replaced(tmp_path: Path) -> None:
     context, registry = _context(tmp_path), default_registry()
     tasks = [{"id": "t1", "title": "probe"}, {"id": "t2", "title": "launch"}]
-    first = registry.execute("update_state", {"tasks": tasks,
-                                              "findings": [{"summary": "8 GPUs", "evidence": ["nvidia-smi"]}],
-                                              "next_steps": ["launch", "bench"]}, context)
-    assert first.ok and first.output == {"tasks": ["t1", "t2"], "findings_recorded": 1, "open_tasks": 2,
-                                         "next_steps": ["launch", "bench"]}
-    second = registry.execute("update_state", {"tasks": [{"id": "t1", "status": "done", "notes": "ok"}],
-                                               "next_steps": []}, context)
+    first = registry.execute(
+        "update_state",
+        {
+            "tasks": tasks,
+            "findings": [{"summary": "8 GPUs", "evidence": ["nvidia-smi"]}],
+            "next_steps": ["launch", "bench"],
+        },
+        context,
+    )
+    assert first.ok and first.output == {
+        "tasks": ["t1", "t2"],
+        "findings_recorded": 1,
+        "open_tasks": 2,
+        "next_steps": ["launch", "bench"],
+    }
+    second = registry.execute(
+        "update_state", {"tasks": [{"id": "t1", "status": "done", "notes": "ok"}], "next_steps": []}, context
+    )
     assert second.ok
     state = context.state
-    assert [(task.id, task.status, task.notes) for task in state.tasks] == \
-        [("t1", "done", "ok"), ("t2", "pending", "")]
+    assert [(task.id, task.status, task.notes) for task in state.tasks] == [("t1", "done", "ok"), ("t2", "pending", "")]
     assert state.findings[0].evidence == ["nvidia-smi"] and state.next_steps == []
 
 

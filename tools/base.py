@@ -53,8 +53,7 @@ class ToolError(Exception):
 class NeedsApproval(Exception):
     """The tool refuses to act without a human's approval (destructive command, GPU reset, ...)."""
 
-    def __init__(self, reason: str, evidence: list[str] | None = None,
-                 options: list[str] | None = None) -> None:
+    def __init__(self, reason: str, evidence: list[str] | None = None, options: list[str] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.evidence = list(evidence or [])
@@ -117,8 +116,9 @@ class ToolState(Protocol):
         """Record what was learned, at the current step, with its evidence; ``pinned`` keeps it in the
         hand-over for the whole run (unpinned findings give way to newer ones)."""
 
-    def upsert_task(self, task_id: str, title: str | None = None, status: TaskStatus | None = None,
-                    notes: str | None = None) -> Task:
+    def upsert_task(
+        self, task_id: str, title: str | None = None, status: TaskStatus | None = None, notes: str | None = None
+    ) -> Task:
         """Add the task, or change the given fields of the task with this id."""
 
     def next_id(self, prefix: str, existing: list[str]) -> str:
@@ -183,8 +183,7 @@ class Tool(ABC, Generic[ArgsT, OutputT]):
         return self.timeout_seconds
 
     def schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "input_schema": self.args_model.model_json_schema()}
+        return {"name": self.name, "description": self.description, "input_schema": self.args_model.model_json_schema()}
 
 
 AnyTool = Tool[Any, Any]
@@ -238,23 +237,28 @@ class ToolRegistry:
         started = time.monotonic()
         tool = self._tools.get(name)
         if tool is None:
-            return ToolResult(tool=name, ok=False,
-                              error=f"unknown tool {name!r}; valid tools: {', '.join(self.names())}")
+            return ToolResult(
+                tool=name, ok=False, error=f"unknown tool {name!r}; valid tools: {', '.join(self.names())}"
+            )
         arguments = raw_arguments
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as error:
-                return ToolResult(tool=name, ok=False,
-                                  error=f"arguments are not valid JSON ({error}); expected an object "
-                                        f"matching {json.dumps(tool.args_model.model_json_schema())}")
+                return ToolResult(
+                    tool=name,
+                    ok=False,
+                    error=f"arguments are not valid JSON ({error}); expected an object "
+                    f"matching {json.dumps(tool.args_model.model_json_schema())}",
+                )
         if not isinstance(arguments, dict):
             return ToolResult(tool=name, ok=False, error="arguments must be a JSON object")
         try:
             args = tool.args_model.model_validate(arguments)
         except ValidationError as error:
-            problems = "; ".join(f"{'.'.join(str(part) for part in item['loc']) or '(root)'}: {item['msg']}"
-                                 for item in error.errors())
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in item['loc']) or '(root)'}: {item['msg']}" for item in error.errors()
+            )
             return ToolResult(tool=name, ok=False, error=f"invalid arguments for {name}: {problems}")
         output, error_text = self._run_with_timeout(tool, args, context)
         duration = time.monotonic() - started
@@ -269,12 +273,17 @@ class ToolRegistry:
             full = context.save_output(f"{name}.json", json.dumps(dumped, indent=2))
             full_path = str(full)
             capped, _ = _cap(dumped, context.settings.output_cap_chars, f"full output in {full}")
-        return ToolResult(tool=name, ok=True, output=capped, truncated=truncated,
-                          full_output_path=full_path, duration_seconds=duration)
+        return ToolResult(
+            tool=name,
+            ok=True,
+            output=capped,
+            truncated=truncated,
+            full_output_path=full_path,
+            duration_seconds=duration,
+        )
 
     @staticmethod
-    def _run_with_timeout(tool: AnyTool, args: ToolArgs,
-                          context: ToolContext) -> tuple[ToolOutput | None, str | None]:
+    def _run_with_timeout(tool: AnyTool, args: ToolArgs, context: ToolContext) -> tuple[ToolOutput | None, str | None]:
         """Run the tool in a daemon thread and wait at most ``tool.timeout_for(args)``.
 
         A thread cannot be stopped: on timeout the call is reported as timed out, but the tool's thread

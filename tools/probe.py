@@ -88,12 +88,15 @@ print(json.dumps({"packages": versions, "cpu_model": model or platform.processor
                   "disk_free_bytes": shutil.disk_usage(probe).free, "python": sys.version.split()[0],
                   "models": models, "specforge_dir": specforge, **specforge_files}))
 """
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 class ProbeSystemArgs(ToolArgs):
-    model_path: str | None = Field(None, description="Where the model lives (free disk is measured there). "
-                                   "Default: the model path in the state, else the working directory.")
+    model_path: str | None = Field(
+        None,
+        description="Where the model lives (free disk is measured there). "
+        "Default: the model path in the state, else the working directory.",
+    )
 
 
 class ProbeSystemOutput(ToolOutput):
@@ -102,8 +105,7 @@ class ProbeSystemOutput(ToolOutput):
     notes: list[str] = Field(default_factory=list)
 
 
-def gather_facts(host: Host, python: str, disk_path: str,
-                 timeout: float = 60.0) -> tuple[dict[str, Any], str | None]:
+def gather_facts(host: Host, python: str, disk_path: str, timeout: float = 60.0) -> tuple[dict[str, Any], str | None]:
     """Run the facts script with ``python`` on the host; (facts, error)."""
     result = host.run([python, "-c", FACTS_SCRIPT, json.dumps(PACKAGES), disk_path], timeout=timeout)
     if result.exit_code != 0:
@@ -137,14 +139,19 @@ def _models(found: object) -> list[ModelInfo]:
             continue
         architecture = str((config.get("architectures") or [""])[0]) or None
         quantization = config.get("quantization_config")
-        models.append(ModelInfo(
-            name=Path(str(item.get("path"))).name, path=str(item.get("path")),
-            size_gib=_gib(item.get("size_bytes")),
-            architecture=architecture, num_layers=config.get("num_hidden_layers"),
-            num_experts=config.get("n_routed_experts") or config.get("num_experts"),
-            attention="mla" if config.get("kv_lora_rank") else None,
-            quantization=quantization.get("quant_method") if isinstance(quantization, dict) else None,
-            role="drafter" if architecture and "Eagle" in architecture else "target"))
+        models.append(
+            ModelInfo(
+                name=Path(str(item.get("path"))).name,
+                path=str(item.get("path")),
+                size_gib=_gib(item.get("size_bytes")),
+                architecture=architecture,
+                num_layers=config.get("num_hidden_layers"),
+                num_experts=config.get("n_routed_experts") or config.get("num_experts"),
+                attention="mla" if config.get("kv_lora_rank") else None,
+                quantization=quantization.get("quant_method") if isinstance(quantization, dict) else None,
+                role="drafter" if architecture and "Eagle" in architecture else "target",
+            )
+        )
     return models
 
 
@@ -152,11 +159,15 @@ def _notes(environment: Environment) -> list[str]:
     notes: list[str] = []
     capabilities = {gpu.compute_capability for gpu in environment.gpus}
     if any(capability.startswith("12.") for capability in capabilities):
-        notes.append("Blackwell SM12x GPUs: fa3, trtllm_mla, flashmla and cutlass_mla do not run here; "
-                     "use --attention-backend triton (or flashinfer) and builds that include sm_120")
+        notes.append(
+            "Blackwell SM12x GPUs: fa3, trtllm_mla, flashmla and cutlass_mla do not run here; "
+            "use --attention-backend triton (or flashinfer) and builds that include sm_120"
+        )
     if environment.interconnect == "pcie" and len(environment.gpus) > 2:
-        notes.append("PCIe-only GPUs (no NVLink): custom all-reduce is off beyond two GPUs, so TP traffic is "
-                     "all NCCL; if collectives hang, try NCCL_P2P_DISABLE=1")
+        notes.append(
+            "PCIe-only GPUs (no NVLink): custom all-reduce is off beyond two GPUs, so TP traffic is "
+            "all NCCL; if collectives hang, try NCCL_P2P_DISABLE=1"
+        )
     if any(link.p2p_supported is False for link in environment.topology):
         notes.append("some GPU pairs report no P2P support; NCCL falls back to shared memory for them")
     if any((gpu.ecc_errors_uncorrected or 0) > 0 for gpu in environment.gpus):
@@ -168,8 +179,10 @@ def _summary(environment: Environment) -> str:
     if environment.gpus:
         names = sorted({gpu.name for gpu in environment.gpus})
         capability = environment.gpus[0].compute_capability
-        gpus = (f"{len(environment.gpus)}x {', '.join(names)} (SM {capability}), {environment.interconnect}, "
-                f"driver {environment.driver_version}, CUDA {environment.cuda_version}")
+        gpus = (
+            f"{len(environment.gpus)}x {', '.join(names)} (SM {capability}), {environment.interconnect}, "
+            f"driver {environment.driver_version}, CUDA {environment.cuda_version}"
+        )
     else:
         gpus = environment.gpu_probe_error or "no GPUs"
     installed = ", ".join(f"{name} {version}" for name, version in environment.packages.items() if version)
@@ -183,7 +196,8 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
         "Probe the host: each GPU (name, compute capability, memory, utilisation, temperature, ECC), GPU "
         "pair topology (NVLink vs PCIe, P2P), driver and CUDA versions, CPU, RAM, free disk at the model "
         "path, and the installed versions of sglang, vllm, torch, flashinfer and specforge in the engine "
-        "environment. Records the result in the state's environment.")
+        "environment. Records the result in the state's environment."
+    )
     args_model = ProbeSystemArgs
     output_model = ProbeSystemOutput
     timeout_seconds: ClassVar[float] = 180.0
@@ -198,17 +212,28 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
             notes.append(f"engine environment: {error}; package versions unknown")
             facts, _ = gather_facts(context.host, sys.executable, disk_path)  # system facts still matter
             facts.pop("packages", None)
-        environment = context.state.environment.model_copy(update={
-            "probed_at": utc_now(), "host": context.host.name, "gpus": gpu.gpus, "topology": gpu.topology,
-            "interconnect": gpu.interconnect, "driver_version": gpu.driver_version,
-            "cuda_version": gpu.cuda_version, "gpu_probe_error": gpu.error,
-            "cpu_model": facts.get("cpu_model"), "cpu_cores": facts.get("cpu_cores"),
-            "ram_gib": _gib(facts.get("ram_bytes")), "disk_free_gib": _gib(facts.get("disk_free_bytes")),
-            "engine_python": python, "packages": facts.get("packages", {key: None for key in PACKAGES}),
-            "models": _models(facts.get("models")), "specforge_dir": facts.get("specforge_dir"),
-            "specforge_draft_configs": facts.get("draft_configs") or [],
-            "specforge_datasets": facts.get("datasets") or [],
-        })
+        environment = context.state.environment.model_copy(
+            update={
+                "probed_at": utc_now(),
+                "host": context.host.name,
+                "gpus": gpu.gpus,
+                "topology": gpu.topology,
+                "interconnect": gpu.interconnect,
+                "driver_version": gpu.driver_version,
+                "cuda_version": gpu.cuda_version,
+                "gpu_probe_error": gpu.error,
+                "cpu_model": facts.get("cpu_model"),
+                "cpu_cores": facts.get("cpu_cores"),
+                "ram_gib": _gib(facts.get("ram_bytes")),
+                "disk_free_gib": _gib(facts.get("disk_free_bytes")),
+                "engine_python": python,
+                "packages": facts.get("packages", {key: None for key in PACKAGES}),
+                "models": _models(facts.get("models")),
+                "specforge_dir": facts.get("specforge_dir"),
+                "specforge_draft_configs": facts.get("draft_configs") or [],
+                "specforge_datasets": facts.get("datasets") or [],
+            }
+        )
         context.state.environment = environment
         notes += _notes(environment)
         summary = _summary(environment)

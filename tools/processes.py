@@ -62,9 +62,17 @@ def _log_name(name: str, step: int) -> str:
     return f"{safe}-step{step:05d}-{stamp}.log"
 
 
-def start_process(context: ToolContext, *, name: str, argv: list[str], env: dict[str, str] | None = None,
-                  kind: str = "process", port: int | None = None, config: dict[str, Any] | None = None,
-                  cwd: Path | None = None) -> ProcessRecord:
+def start_process(
+    context: ToolContext,
+    *,
+    name: str,
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    kind: str = "process",
+    port: int | None = None,
+    config: dict[str, Any] | None = None,
+    cwd: Path | None = None,
+) -> ProcessRecord:
     """Spawn argv detached through the host, record it in the state and checkpoint at once.
 
     ``argv`` is the real command; the host may translate it (the simulated host swaps in stand-ins), in
@@ -75,10 +83,17 @@ def start_process(context: ToolContext, *, name: str, argv: list[str], env: dict
     host_argv = context.host.translate(list(argv))
     mark = json.dumps({"run": context.state.run_id, "name": name, "kind": kind, "log": str(log_path), "port": port})
     spawned = context.host.spawn(host_argv, env={**environment, SPAWN_MARKER: mark}, log_path=log_path, cwd=cwd)
-    record = ProcessRecord(name=name, pid=spawned.pid, create_time=spawned.create_time,
-                           argv=[redact_text(part) for part in argv], env=redact_env(environment),
-                           log_path=str(log_path), port=port, kind=kind,
-                           config=redact_value(dict(config or {})))
+    record = ProcessRecord(
+        name=name,
+        pid=spawned.pid,
+        create_time=spawned.create_time,
+        argv=[redact_text(part) for part in argv],
+        env=redact_env(environment),
+        log_path=str(log_path),
+        port=port,
+        kind=kind,
+        config=redact_value(dict(config or {})),
+    )
     if host_argv != list(argv):
         record.host_argv = [redact_text(part) for part in host_argv]
     context.state.processes.append(record)
@@ -107,15 +122,21 @@ def _wait_until_gone(record: ProcessRecord, host: Host, seconds: float, poll_sec
         time.sleep(poll_seconds)
 
 
-def stop_process(record: ProcessRecord, host: Host, *, grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS,
-                 poll_seconds: float = 0.2) -> StopOutcome:
+def stop_process(
+    record: ProcessRecord, host: Host, *, grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS, poll_seconds: float = 0.2
+) -> StopOutcome:
     """SIGTERM to the process group, SIGKILL after ``grace_seconds``; only if the identity matches."""
     status = refresh(record, host)
     if not status.alive:
-        why = ("its PID now belongs to another process" if not status.identity_matches
-               else "it had already exited")
-        return StopOutcome(name=record.name, pid=record.pid, was_alive=False, stopped=True,
-                           exit_code=record.exit_code, message=f"not signalled: {why}")
+        why = "its PID now belongs to another process" if not status.identity_matches else "it had already exited"
+        return StopOutcome(
+            name=record.name,
+            pid=record.pid,
+            was_alive=False,
+            stopped=True,
+            exit_code=record.exit_code,
+            message=f"not signalled: {why}",
+        )
     outcome = StopOutcome(name=record.name, pid=record.pid, was_alive=True, stopped=False, message="")
     outcome.sent_sigterm = host.signal_group(record.pid, record.create_time, signal.SIGTERM)
     gone = _wait_until_gone(record, host, grace_seconds, poll_seconds)
@@ -152,8 +173,10 @@ def reconcile_processes(state: ToolState, host: Host) -> list[str]:
         record.state = "exited"
         record.exit_code = status.exit_code
         if not status.identity_matches:
-            notes.append(f"{record.name} (pid {record.pid}): gone; the PID now belongs to another process,"
-                         " which will not be touched")
+            notes.append(
+                f"{record.name} (pid {record.pid}): gone; the PID now belongs to another process,"
+                " which will not be touched"
+            )
         else:
             code = "unknown exit code" if status.exit_code is None else f"exit code {status.exit_code}"
             notes.append(f"{record.name} (pid {record.pid}): exited while the agent was away ({code})")
@@ -167,16 +190,28 @@ def _adopt_unrecorded(state: ToolState, host: Host) -> list[str]:
             mark = json.loads(found.value)
         except ValueError:
             continue
-        if not isinstance(mark, dict) or mark.get("run") != state.run_id or any(
+        if (
+            not isinstance(mark, dict)
+            or mark.get("run") != state.run_id
+            or any(
                 record.pid == found.pid and abs(record.create_time - found.create_time) < 1e-3
-                for record in state.processes):
+                for record in state.processes
+            )
+        ):
             continue
         port = mark.get("port")
-        record = ProcessRecord(name=str(mark.get("name")), pid=found.pid, create_time=found.create_time,
-                               argv=[redact_text(part) for part in found.argv], log_path=str(mark.get("log", "")),
-                               port=port if isinstance(port, int) else None, kind=str(mark.get("kind", "process")),
-                               state="unknown")
+        record = ProcessRecord(
+            name=str(mark.get("name")),
+            pid=found.pid,
+            create_time=found.create_time,
+            argv=[redact_text(part) for part in found.argv],
+            log_path=str(mark.get("log", "")),
+            port=port if isinstance(port, int) else None,
+            kind=str(mark.get("kind", "process")),
+            state="unknown",
+        )
         state.processes.append(record)
-        notes.append(f"{record.name} (pid {record.pid}): started just before the agent stopped, never recorded; "
-                     "adopted")
+        notes.append(
+            f"{record.name} (pid {record.pid}): started just before the agent stopped, never recorded; adopted"
+        )
     return notes

@@ -21,11 +21,33 @@ from typing import Any
 
 MASK = "[REDACTED]"
 
-SECRET_WORDS = frozenset({
-    "key", "apikey", "token", "secret", "password", "passwd", "pwd", "passphrase", "credential",
-    "credentials", "auth", "authorization", "cookie", "private", "privatekey", "secretkey", "accesskey",
-    "bearer", "sessionid", "hftoken", "apitoken", "accesstoken", "authtoken",
-})
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "passphrase",
+        "credential",
+        "credentials",
+        "auth",
+        "authorization",
+        "cookie",
+        "private",
+        "privatekey",
+        "secretkey",
+        "accesskey",
+        "bearer",
+        "sessionid",
+        "hftoken",
+        "apitoken",
+        "accesstoken",
+        "authtoken",
+    }
+)
 
 _WORD_BOUNDARY = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -57,9 +79,34 @@ def register_secret(value: str | None) -> None:
 NOT_SECRET_NAMES = frozenset({"key_line", "pwd", "oldpwd", "ssh_auth_sock"})
 # A secret word next to one of these describes the secret (its count, kind, limit...), it is not one:
 # ``token_counts_from``, ``key_id``, ``auth_type`` hold no secret.
-NOT_SECRET_QUALIFIERS = frozenset({
-    "count", "counts", "usage", "limit", "limits", "budget", "len", "length", "from", "type", "kind", "id",
-    "ids", "line", "lines", "per", "rate", "used", "total", "max", "min", "num", "estimate", "estimated"})
+NOT_SECRET_QUALIFIERS = frozenset(
+    {
+        "count",
+        "counts",
+        "usage",
+        "limit",
+        "limits",
+        "budget",
+        "len",
+        "length",
+        "from",
+        "type",
+        "kind",
+        "id",
+        "ids",
+        "line",
+        "lines",
+        "per",
+        "rate",
+        "used",
+        "total",
+        "max",
+        "min",
+        "num",
+        "estimate",
+        "estimated",
+    }
+)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -110,8 +157,7 @@ def _mask(match: re.Match[str]) -> str:
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     """Copy of an environment mapping with secret-named variables masked and values scrubbed."""
     values = _value_pattern(known_secret_values())
-    return {name: MASK if is_secret_name(name) else _redact_text(value, values)
-            for name, value in env.items()}
+    return {name: MASK if is_secret_name(name) else _redact_text(value, values) for name, value in env.items()}
 
 
 def _masked_whole(key: Any, item: Any) -> bool:

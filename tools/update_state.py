@@ -22,10 +22,14 @@ class TaskUpdate(ToolArgs):
 
 class FindingInput(ToolArgs):
     summary: str = Field(min_length=1, description="What was learned or tried, and what happened.")
-    evidence: list[str] = Field(default_factory=list,
-                                description="Verbatim log lines, numbers or file paths backing it.")
-    pinned: bool = Field(default=False, description="Keep it in the state document for the whole run (a root "
-                         "cause, a decision, a constraint); other findings give way to newer ones.")
+    evidence: list[str] = Field(
+        default_factory=list, description="Verbatim log lines, numbers or file paths backing it."
+    )
+    pinned: bool = Field(
+        default=False,
+        description="Keep it in the state document for the whole run (a root "
+        "cause, a decision, a constraint); other findings give way to newer ones.",
+    )
 
 
 class UpdateStateArgs(ToolArgs):
@@ -49,10 +53,12 @@ class UpdateStateOutput(ToolOutput):
 
 class UpdateStateTool(Tool[UpdateStateArgs, UpdateStateOutput]):
     name = "update_state"
-    description = ("Record your plan and what you learned in the project state document: add or update "
-                   "tasks (by id), add findings with evidence, and set the next steps. Use it after "
-                   "every meaningful result, so a human or a fresh session can take over from the "
-                   "document alone.")
+    description = (
+        "Record your plan and what you learned in the project state document: add or update "
+        "tasks (by id), add findings with evidence, and set the next steps. Use it after "
+        "every meaningful result, so a human or a fresh session can take over from the "
+        "document alone."
+    )
     args_model = UpdateStateArgs
     output_model = UpdateStateOutput
     timeout_seconds = 10.0
@@ -66,5 +72,9 @@ class UpdateStateTool(Tool[UpdateStateArgs, UpdateStateOutput]):
         if args.next_steps is not None:
             state.next_steps = list(args.next_steps)
         open_tasks = sum(1 for task in state.tasks if task.status in ("pending", "in_progress"))
-        return UpdateStateOutput(tasks=[task.id for task in args.tasks], findings_recorded=len(args.findings),
-                                 open_tasks=open_tasks, next_steps=list(state.next_steps))
+        return UpdateStateOutput(
+            tasks=[task.id for task in args.tasks],
+            findings_recorded=len(args.findings),
+            open_tasks=open_tasks,
+            next_steps=list(state.next_steps),
+        )

@@ -77,9 +77,7 @@ def normalise_turns(record: dict[str, Any]) -> list[dict[str, str]]:
     for turn in turns if isinstance(turns, list) else []:
         if not isinstance(turn, dict):
             continue
-        role = turn.get("role") or {"human": "user", "gpt": "assistant"}.get(
-            str(turn.get("from")), turn.get("from")
-        )
+        role = turn.get("role") or {"human": "user", "gpt": "assistant"}.get(str(turn.get("from")), turn.get("from"))
         content = turn.get("content", turn.get("value", ""))
         result.append({"role": str(role), "content": str(content)})
     return result
@@ -115,8 +113,6 @@ def target_alignment(records: list[dict[str, Any]]) -> float:
             elif turn["role"] == "assistant" and last_user is not None:
                 total += 1
                 answer = turn["content"].strip()
-                if answer and any(
-                    candidate.startswith(answer) for candidate in textgen.possible_replies(last_user)
-                ):
+                if answer and any(candidate.startswith(answer) for candidate in textgen.possible_replies(last_user)):
                     matched += 1
     return matched / total if total else 0.0

@@ -61,9 +61,7 @@ def _torch_module(scenario: Scenario, version: str) -> types.ModuleType:
     def properties(index: int) -> types.SimpleNamespace:
         group = gpus[index]
         major, minor = (int(part) for part in group.compute_capability.split("."))
-        return types.SimpleNamespace(
-            name=group.name, total_memory=group.memory_mib * 2**20, major=major, minor=minor
-        )
+        return types.SimpleNamespace(name=group.name, total_memory=group.memory_mib * 2**20, major=major, minor=minor)
 
     module.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
         is_available=lambda: bool(gpus),
@@ -96,9 +94,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if fullname in self.present:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         if top in self.present:
-            raise ModuleNotFoundError(
-                f"No module named '{fullname}' (simulated package {top})", name=fullname
-            )
+            raise ModuleNotFoundError(f"No module named '{fullname}' (simulated package {top})", name=fullname)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
@@ -146,9 +142,12 @@ def install(scenario: Scenario) -> None:
 
 def _simulate_host(scenario: Scenario, sim_root: Path) -> None:
     host = scenario.host
-    files = {"/proc/cpuinfo": "".join(f"processor\t: {core}\nmodel name\t: {host.cpu_model}\n\n"
-                                      for core in range(host.cpu_cores)),
-             "/proc/meminfo": f"MemTotal:       {int(host.ram_gib * 2**20)} kB\n"}
+    files = {
+        "/proc/cpuinfo": "".join(
+            f"processor\t: {core}\nmodel name\t: {host.cpu_model}\n\n" for core in range(host.cpu_cores)
+        ),
+        "/proc/meminfo": f"MemTotal:       {int(host.ram_gib * 2**20)} kB\n",
+    }
     real_open, real_sysconf = builtins.open, os.sysconf
 
     def simulated_open(file: Any, *args: Any, **kwargs: Any) -> Any:

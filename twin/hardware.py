@@ -65,13 +65,19 @@ def gpu_rows(scenario: Scenario, used_mib: list[int]) -> list[GpuRow]:
         fault = faults.get(index)
         used = min(group.memory_mib, used_mib[index] if index < len(used_mib) else 0)
         busy = used > 1024
-        rows.append(GpuRow(
-            index=index, name=group.name, compute_capability=group.compute_capability,
-            memory_total_mib=group.memory_mib, memory_used_mib=used,
-            utilization_percent=min(100, int(100 * used / group.memory_mib)) if busy else 0,
-            temperature_c=34 + (index * 3) % 9 + (20 if busy else 0),
-            ecc_errors_uncorrected=fault.ecc_uncorrected if fault else 0,
-            xid_errors=[xid_text(code) for code in fault.xid] if fault else []))
+        rows.append(
+            GpuRow(
+                index=index,
+                name=group.name,
+                compute_capability=group.compute_capability,
+                memory_total_mib=group.memory_mib,
+                memory_used_mib=used,
+                utilization_percent=min(100, int(100 * used / group.memory_mib)) if busy else 0,
+                temperature_c=34 + (index * 3) % 9 + (20 if busy else 0),
+                ecc_errors_uncorrected=fault.ecc_uncorrected if fault else 0,
+                xid_errors=[xid_text(code) for code in fault.xid] if fault else [],
+            )
+        )
     return rows
 
 

@@ -165,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             print(subprocess.run([real, *args], capture_output=True, text=True, check=False).stdout, end="")
         for index, port in enumerate(host.ports_in_use):
             print(
-                f"LISTEN 0      4096         0.0.0.0:{port}      0.0.0.0:*    "
-                f'users:(("nginx",pid={2211 + index},fd=6))'
+                f'LISTEN 0      4096         0.0.0.0:{port}      0.0.0.0:*    users:(("nginx",pid={2211 + index},fd=6))'
             )
     return 0
 

@@ -97,16 +97,13 @@ def draft_config(model: ModelSpec) -> dict[str, Any]:
 
 def _materialize_model(directory: Path, model: ModelSpec) -> None:
     _write_json(directory / "config.json", target_config(model))
-    shards = [
-        f"model-{index:05d}-of-{model.num_shards:06d}.safetensors" for index in range(1, model.num_shards + 1)
-    ]
+    shards = [f"model-{index:05d}-of-{model.num_shards:06d}.safetensors" for index in range(1, model.num_shards + 1)]
     _write_json(
         directory / "model.safetensors.index.json",
         {
             "metadata": {"total_size": int(model.size_gb * 1e9)},
             "weight_map": {
-                f"model.layers.{index}.weight": shards[index % len(shards)]
-                for index in range(model.num_layers)
+                f"model.layers.{index}.weight": shards[index % len(shards)] for index in range(model.num_layers)
             },
         },
     )
@@ -125,9 +122,7 @@ def _materialize_drafter(directory: Path, drafter: DrafterSpec, model: ModelSpec
         source="scenario drafter",
         name=drafter.name,
     )
-    (directory / MARKER).write_text(
-        f"Simulated copy of {drafter.name}. {drafter.description}\n", encoding="utf-8"
-    )
+    (directory / MARKER).write_text(f"Simulated copy of {drafter.name}. {drafter.description}\n", encoding="utf-8")
 
 
 _SCRIPT = '''"""Simulated SpecForge checkout: the simulated host runs its stand-in for this script."""

@@ -34,8 +34,7 @@ def resolve_scenario_path(name_or_path: str) -> Path:
     if path.is_file():
         return path.resolve()
     raise ScenarioError(
-        f"no scenario {name_or_path!r}: not a built-in name ({', '.join(builtin_names())}) "
-        f"and not a readable file"
+        f"no scenario {name_or_path!r}: not a built-in name ({', '.join(builtin_names())}) and not a readable file"
     )
 
 

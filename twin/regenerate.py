@@ -64,9 +64,7 @@ async def _regenerate(
             continue
         conversation.append(turn)
         if turn["role"] == "user":
-            conversation.append(
-                {"role": "assistant", "content": await _answer(client, address, options, conversation)}
-            )
+            conversation.append({"role": "assistant", "content": await _answer(client, address, options, conversation)})
     return {"id": record.get("id"), "conversations": conversation}
 
 

@@ -37,9 +37,7 @@ class Condition(BaseModel):
     @model_validator(mode="after")
     def _has_an_operator(self) -> Condition:
         if all(value is None for value in self.model_dump().values()):
-            raise ValueError(
-                "a condition table needs at least one of equals, in, not_in, gt, ge, lt, le, present"
-            )
+            raise ValueError("a condition table needs at least one of equals, in, not_in, gt, ge, lt, le, present")
         return self
 
     def holds(self, value: Any, present: bool) -> bool:
@@ -52,8 +50,7 @@ class Condition(BaseModel):
         if self.not_in is not None and any(_same(value, item) for item in self.not_in):
             return False
         number = _number(value)
-        bounds = ((self.gt, operator.gt), (self.ge, operator.ge),
-                  (self.lt, operator.lt), (self.le, operator.le))
+        bounds = ((self.gt, operator.gt), (self.ge, operator.ge), (self.lt, operator.lt), (self.le, operator.le))
         for bound, compare in bounds:
             if bound is not None and (number is None or not compare(number, bound)):
                 return False
@@ -119,9 +116,7 @@ class When(BaseModel):
     def _flags_are_long_options(self) -> When:
         for name in self.flags:
             if not name.startswith("--"):
-                raise ValueError(
-                    f"flag {name!r} must be written as a long option, e.g. '--attention-backend'"
-                )
+                raise ValueError(f"flag {name!r} must be written as a long option, e.g. '--attention-backend'")
         return self
 
     def matches(self, facts: LaunchFacts) -> bool:

@@ -81,8 +81,7 @@ class HostSpec(Strict):
         for position, fault in enumerate(self.faults):
             if fault.gpu >= self.gpu_count:
                 raise ValueError(
-                    f"faults[{position}].gpu is {fault.gpu} but the host has "
-                    f"{self.gpu_count} GPUs (numbered from 0)"
+                    f"faults[{position}].gpu is {fault.gpu} but the host has {self.gpu_count} GPUs (numbered from 0)"
                 )
         return self
 
@@ -213,9 +212,7 @@ class Scenario(Strict):
     @classmethod
     def _known_version(cls, value: int) -> int:
         if value != FORMAT_VERSION:
-            raise ValueError(
-                f"unsupported format_version {value}; this release reads version {FORMAT_VERSION}"
-            )
+            raise ValueError(f"unsupported format_version {value}; this release reads version {FORMAT_VERSION}")
         return value
 
     @field_validator("packages")

@@ -13,9 +13,7 @@ import re
 
 VARIANTS = 4
 _TOKEN = re.compile(r"\s*[^\W\d_]+|\s*\d|\s*[^\w\s]|\s*_|\s+")
-_ARITHMETIC = re.compile(
-    r"(-?\d+(?:\.\d+)?)\s*(\+|-|\*|x|×|/|plus|minus|times|divided by)\s*(-?\d+(?:\.\d+)?)"
-)
+_ARITHMETIC = re.compile(r"(-?\d+(?:\.\d+)?)\s*(\+|-|\*|x|×|/|plus|minus|times|divided by)\s*(-?\d+(?:\.\d+)?)")
 _STOPWORDS = {
     "what",
     "which",
@@ -59,10 +57,31 @@ _CAPITALS = {
     "russia": "Moscow",
     "korea": "Seoul",
 }
-_ANTONYMS = {"hot": "cold", "cold": "hot", "big": "small", "small": "big", "up": "down", "down": "up",
-             "fast": "slow", "slow": "fast", "light": "dark", "dark": "light", "happy": "sad", "sad": "happy",
-             "open": "closed", "early": "late", "late": "early", "wet": "dry", "dry": "wet", "old": "new",
-             "new": "old", "high": "low", "low": "high", "empty": "full", "full": "empty"}
+_ANTONYMS = {
+    "hot": "cold",
+    "cold": "hot",
+    "big": "small",
+    "small": "big",
+    "up": "down",
+    "down": "up",
+    "fast": "slow",
+    "slow": "fast",
+    "light": "dark",
+    "dark": "light",
+    "happy": "sad",
+    "sad": "happy",
+    "open": "closed",
+    "early": "late",
+    "late": "early",
+    "wet": "dry",
+    "dry": "wet",
+    "old": "new",
+    "new": "old",
+    "high": "low",
+    "low": "high",
+    "empty": "full",
+    "full": "empty",
+}
 _OPENERS = ["Here is a short answer.", "Good question.", "Let me explain briefly.", "In short:"]
 _NOUNS = [
     "the data",
@@ -118,9 +137,7 @@ def _arithmetic(prompt: str) -> str | None:
     if match is None:
         return None
     left, operator, right = _number(match.group(1)), match.group(2), _number(match.group(3))
-    symbol = {"plus": "+", "minus": "-", "times": "*", "x": "*", "×": "*", "divided by": "/"}.get(
-        operator, operator
-    )
+    symbol = {"plus": "+", "minus": "-", "times": "*", "x": "*", "×": "*", "divided by": "/"}.get(operator, operator)
     if symbol == "/" and right == 0:
         return "Division by zero is undefined."
     result = {"+": left + right, "-": left - right, "*": left * right}.get(symbol)
@@ -164,8 +181,7 @@ def reply(prompt: str, variant: int = 0) -> str:
         return (
             known
             if variant == 0
-            else f"{known} "
-            + ["", "That is the answer.", "Done.", "Hope that helps."][variant % VARIANTS].strip()
+            else f"{known} " + ["", "That is the answer.", "Done.", "Hope that helps."][variant % VARIANTS].strip()
         )
     rng = _rng(prompt, str(variant))
     topic = _topic(prompt)

@@ -37,8 +37,14 @@ def ask(
             state = store.load(file)
             pending = state.pending_questions()
             if json_output:
-                print_json({"run_id": state.run_id, "status": state.status, "state_file": str(file),
-                            "questions": [question.model_dump(mode="json") for question in pending]})
+                print_json(
+                    {
+                        "run_id": state.run_id,
+                        "status": state.status,
+                        "state_file": str(file),
+                        "questions": [question.model_dump(mode="json") for question in pending],
+                    }
+                )
             elif not pending:
                 print_text(f"No question is waiting for an answer (run {state.run_id} is {state.status}).")
             else:
@@ -53,8 +59,12 @@ def ask(
             store.journal.record("answer", question_id=question.id, answer=question.answer)
             store.close()
         if json_output:
-            print_json({"answered": question.model_dump(mode="json"),
-                        "resume_command": resume_command(directory),
-                        "pending": [item.id for item in state.pending_questions()]})
+            print_json(
+                {
+                    "answered": question.model_dump(mode="json"),
+                    "resume_command": resume_command(directory),
+                    "pending": [item.id for item in state.pending_questions()],
+                }
+            )
         else:
             print_text(f"Recorded the answer to {question.id}. Continue with: {resume_command(directory)}")

@@ -50,8 +50,11 @@ def _execute(arguments: dict[str, Any], state_dir: Path | None) -> tuple[ToolRes
     """Run the tool; returns the result and the stored benchmark record (None when it failed). Without a
     state directory, the run's state lives in a temporary one and is discarded."""
     with contextlib.ExitStack() as stack:
-        directory = state_dir.absolute() if state_dir is not None else Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="opsloop-bench-")))
+        directory = (
+            state_dir.absolute()
+            if state_dir is not None
+            else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="opsloop-bench-")))
+        )
         with tool_session(directory, load_config(directory), goal="benchmarks", progress=print_progress) as session:
             result = session.execute(ToolRegistry([RunBenchTool()]), "run_bench", arguments)
             return result, session.state.benchmarks[-1] if result.ok else None
@@ -64,12 +67,14 @@ def _ms(distribution: Distribution, key: str) -> str:
 
 def _row(level: LevelReport) -> str:
     accept = f"{level.spec.accept_length:.2f}" if level.spec is not None and level.spec.accept_length else "-"
-    return (f"{level.concurrency:>5} {level.completed:>4}/{level.failed:<4} {level.request_throughput:>8.2f} "
-            f"{level.output_throughput:>10.1f} {level.total_throughput:>10.1f} "
-            f"{_ms(level.ttft_ms, 'median') + '/' + _ms(level.ttft_ms, 'p99'):>16} "
-            f"{_ms(level.itl_ms, 'median') + '/' + _ms(level.itl_ms, 'p99'):>15} "
-            f"{_ms(level.tpot_ms, 'median'):>9} "
-            f"{_ms(level.e2e_ms, 'median') + '/' + _ms(level.e2e_ms, 'p99'):>17} {accept:>7}")
+    return (
+        f"{level.concurrency:>5} {level.completed:>4}/{level.failed:<4} {level.request_throughput:>8.2f} "
+        f"{level.output_throughput:>10.1f} {level.total_throughput:>10.1f} "
+        f"{_ms(level.ttft_ms, 'median') + '/' + _ms(level.ttft_ms, 'p99'):>16} "
+        f"{_ms(level.itl_ms, 'median') + '/' + _ms(level.itl_ms, 'p99'):>15} "
+        f"{_ms(level.tpot_ms, 'median'):>9} "
+        f"{_ms(level.e2e_ms, 'median') + '/' + _ms(level.e2e_ms, 'p99'):>17} {accept:>7}"
+    )
 
 
 def render(record: BenchmarkRecord, output: RunBenchOutput) -> str:
@@ -77,8 +82,10 @@ def render(record: BenchmarkRecord, output: RunBenchOutput) -> str:
     lines = [f"{record.id}: {record.label}"]
     if "correctness" in metrics:
         lines.append(f"correctness: {metrics['correctness']['summary']}")
-    lines.append(f"{'conc':>5} {'ok/fail':>9} {'req/s':>8} {'out tok/s':>10} {'tot tok/s':>10} "
-                 f"{'TTFT med/p99 ms':>16} {'ITL med/p99 ms':>15} {'TPOT med':>9} {'E2E med/p99 ms':>17} {'accept':>7}")
+    lines.append(
+        f"{'conc':>5} {'ok/fail':>9} {'req/s':>8} {'out tok/s':>10} {'tot tok/s':>10} "
+        f"{'TTFT med/p99 ms':>16} {'ITL med/p99 ms':>15} {'TPOT med':>9} {'E2E med/p99 ms':>17} {'accept':>7}"
+    )
     for level in (LevelReport.model_validate(item) for item in metrics["levels"]):
         lines.append(_row(level))
         lines += [f"      {error.count}x {error.message}" for error in level.errors]
@@ -98,17 +105,25 @@ def bench(
     endpoint: Annotated[str, typer.Option("--endpoint", help="chat or completions.")] = "chat",
     backend: Annotated[str, typer.Option("--backend", help="opsloop or sglang (bench_serving).")] = "opsloop",
     label: Annotated[str, typer.Option("--label", help="Name for this run in the state.")] = "",
-    correctness: Annotated[bool, typer.Option("--correctness/--no-correctness",
-                                              help="Run the correctness probe first.")] = True,
+    correctness: Annotated[
+        bool, typer.Option("--correctness/--no-correctness", help="Run the correctness probe first.")
+    ] = True,
     json_output: JsonOption = False,
     state_dir: StateDirOption = None,
 ) -> None:
     """Benchmark a server over concurrency levels: throughput, TTFT, ITL, TPOT, E2E, spec acceptance."""
     with usage_errors():
         arguments: dict[str, Any] = {
-            "base_url": base_url, "model": model, "concurrency": parse_levels(concurrency),
-            "input_len": input_len, "output_len": output_len, "endpoint": endpoint, "backend": backend,
-            "label": label, "correctness_probe": correctness}
+            "base_url": base_url,
+            "model": model,
+            "concurrency": parse_levels(concurrency),
+            "input_len": input_len,
+            "output_len": output_len,
+            "endpoint": endpoint,
+            "backend": backend,
+            "label": label,
+            "correctness_probe": correctness,
+        }
         if num_prompts is not None:
             arguments["num_prompts"] = num_prompts
         if request_rate is not None:

@@ -81,14 +81,21 @@ StateDirOption = Annotated[Path | None, typer.Option("--state-dir", help=STATE_D
 StateArgument = Annotated[Path | None, typer.Argument(help=STATE_ARGUMENT_HELP, show_default=False)]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 SimOption = Annotated[str | None, typer.Option("--sim", help="Simulated host: scenario name or file.")]
-NotifyOption = Annotated[list[str] | None, typer.Option(
-    "--notify", help="Where to send notifications (repeatable): webhook:URL, slack:URL, ntfy:URL, "
-                     "email:ADDRESS, command:CMD, desktop.")]
-ConfigOption = Annotated[Path | None, typer.Option(
-    "--config", help="Config file (TOML; default: agent.toml in the state directory).")]
+NotifyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--notify",
+        help="Where to send notifications (repeatable): webhook:URL, slack:URL, ntfy:URL, "
+        "email:ADDRESS, command:CMD, desktop.",
+    ),
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="Config file (TOML; default: agent.toml in the state directory).")
+]
 MaxStepsOption = Annotated[int | None, typer.Option("--max-steps", help="Step budget.")]
 MaxWallOption = Annotated[float | None, typer.Option("--max-wall-seconds", help="Wall-time budget (s).")]
 MaxCostOption = Annotated[float | None, typer.Option("--max-cost-usd", help="Model-spending budget (USD).")]
 AnswerOption = Annotated[str | None, typer.Option("--answer", help="Answer to the pending question.")]
-QuestionIdOption = Annotated[str | None, typer.Option(
-    "--id", help="Which question to answer (default: the oldest pending one).")]
+QuestionIdOption = Annotated[
+    str | None, typer.Option("--id", help="Which question to answer (default: the oldest pending one).")
+]

@@ -16,8 +16,9 @@ from agent.cli.common import ConfigOption, JsonOption, StateDirOption, locate, p
 from agent.config import Source, describe_sources, read_layers, validate
 from agent.store import StateFileError, StateStore
 
-config_app = typer.Typer(help="The configuration: defaults < file < OPSLOOP_* environment < flags.",
-                         no_args_is_help=True)
+config_app = typer.Typer(
+    help="The configuration: defaults < file < OPSLOOP_* environment < flags.", no_args_is_help=True
+)
 app.add_typer(config_app, name="config")
 
 
@@ -52,9 +53,21 @@ def show(state_dir: StateDirOption = None, config: ConfigOption = None, json_out
         layers = read_layers(directory, config_file, overrides=overrides)
         sources = describe_sources(validate(layers), layers)
     if json_output:
-        print_json({"config_file": next((layer.name.removeprefix("config file ") for layer in layers
-                                         if layer.kind == "file"), None),
-                    "settings": [{"setting": source.key, "value": source.value, "source": source.kind,
-                                  "detail": source.detail or None} for source in sources]})
+        print_json(
+            {
+                "config_file": next(
+                    (layer.name.removeprefix("config file ") for layer in layers if layer.kind == "file"), None
+                ),
+                "settings": [
+                    {
+                        "setting": source.key,
+                        "value": source.value,
+                        "source": source.kind,
+                        "detail": source.detail or None,
+                    }
+                    for source in sources
+                ],
+            }
+        )
     else:
         print_text(render(sources))

@@ -15,10 +15,12 @@ from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
 
 
 def render(diagnosis: Diagnosis) -> str:
-    where = f"line {diagnosis.line_number}" if diagnosis.line_number is not None else (
-        f"{diagnosis.lines_from_end} lines from the end" if diagnosis.lines_from_end else "")
-    heading = (f"{diagnosis.diagnosis_class} (confidence {diagnosis.confidence:.2f}, "
-               f"engine {diagnosis.engine})")
+    where = (
+        f"line {diagnosis.line_number}"
+        if diagnosis.line_number is not None
+        else (f"{diagnosis.lines_from_end} lines from the end" if diagnosis.lines_from_end else "")
+    )
+    heading = f"{diagnosis.diagnosis_class} (confidence {diagnosis.confidence:.2f}, engine {diagnosis.engine})"
     lines = [heading, diagnosis.summary]
     if diagnosis.key_line is not None:
         lines.append(f"{where}: {diagnosis.key_line}")
@@ -33,8 +35,9 @@ def render(diagnosis: Diagnosis) -> str:
 @app.command()
 def diagnose(
     logfile: Annotated[Path, typer.Argument(help="An engine log file.")],
-    stale_after_seconds: Annotated[float, typer.Option(
-        help="A log silent this long right after NCCL initialisation counts as an NCCL hang.")] = 600.0,
+    stale_after_seconds: Annotated[
+        float, typer.Option(help="A log silent this long right after NCCL initialisation counts as an NCCL hang.")
+    ] = 600.0,
     json_output: JsonOption = False,
 ) -> None:
     """Classify an engine log (healthy, loading, nccl_hang, cuda_oom, ...) and suggest remedies."""

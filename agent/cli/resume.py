@@ -52,8 +52,10 @@ def resume(
     with usage_errors():
         directory, file = locate(target, state_dir)
         if file.name != LATEST_FILE:
-            raise UsageError(f"resume continues from {directory / LATEST_FILE}; to go back to {file.name}, "
-                             f"copy it over {LATEST_FILE} first")
+            raise UsageError(
+                f"resume continues from {directory / LATEST_FILE}; to go back to {file.name}, "
+                f"copy it over {LATEST_FILE} first"
+            )
         with StateDirectoryLock(directory):
             store = StateStore(directory)
             state = store.load()

@@ -30,20 +30,29 @@ from agent.lock import StateDirectoryLock
 from agent.state import ProjectState, RunSettings
 from agent.store import StateFileError, StateStore
 
-PolicyOption = Annotated[str | None, typer.Option(
-    "--policy", help="runbook | scripted | llm (default: llm when an API key is set, else runbook).")]
+PolicyOption = Annotated[
+    str | None,
+    typer.Option("--policy", help="runbook | scripted | llm (default: llm when an API key is set, else runbook)."),
+]
 ScriptOption = Annotated[Path | None, typer.Option("--script", help="Decisions file for --policy scripted.")]
 NewOption = Annotated[bool, typer.Option("--new", help="Archive an unfinished run here and start over.")]
 
 
-def limit_overrides(max_steps: int | None, max_wall_seconds: float | None,
-                    max_cost_usd: float | None) -> dict[str, Any]:
+def limit_overrides(
+    max_steps: int | None, max_wall_seconds: float | None, max_cost_usd: float | None
+) -> dict[str, Any]:
     given = {"max_steps": max_steps, "max_wall_seconds": max_wall_seconds, "max_cost_usd": max_cost_usd}
     return {key: value for key, value in given.items() if value is not None}
 
 
-def _overrides(policy: str | None, script: Path | None, sim: str | None, engine_python: str | None,
-               limits: dict[str, Any], llm: dict[str, Any]) -> dict[str, Any]:
+def _overrides(
+    policy: str | None,
+    script: Path | None,
+    sim: str | None,
+    engine_python: str | None,
+    limits: dict[str, Any],
+    llm: dict[str, Any],
+) -> dict[str, Any]:
     """The command-line layer of the configuration (only what was given; paths made absolute)."""
     overrides: dict[str, Any] = {"limits": limits} if limits else {}
     if policy is not None:
@@ -68,10 +77,12 @@ def _make_room(store: StateStore, new: bool) -> None:
         existing = store.load()
         label = existing.run_id
         if existing.status in ("running", "blocked") and not new:
-            raise UsageError(f"{store.state_dir} holds unfinished run {existing.run_id} ({existing.status} "
-                             f"at step {existing.step}, goal {existing.goal!r}); continue it with "
-                             f"`agent resume {store.latest_path}`, or pass --new to archive it and start "
-                             "over")
+            raise UsageError(
+                f"{store.state_dir} holds unfinished run {existing.run_id} ({existing.status} "
+                f"at step {existing.step}, goal {existing.goal!r}); continue it with "
+                f"`agent resume {store.latest_path}`, or pass --new to archive it and start "
+                "over"
+            )
     except StateFileError as error:
         if not new:
             raise UsageError(f"{error}. Pass --new to move it into the archive and start over") from None
@@ -94,26 +105,37 @@ def run(
     max_cost_usd: MaxCostOption = None,
     provider: Annotated[str | None, typer.Option(help="LLM provider: anthropic | openai.")] = None,
     model: Annotated[str | None, typer.Option(help="LLM model name.")] = None,
-    llm_base_url: Annotated[str | None, typer.Option(
-        "--llm-base-url", help="Server URL of the LLM (e.g. an OpenAI-compatible one).")] = None,
+    llm_base_url: Annotated[
+        str | None, typer.Option("--llm-base-url", help="Server URL of the LLM (e.g. an OpenAI-compatible one).")
+    ] = None,
     new: NewOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Start a new run on GOAL and keep going until it is done or a human is needed."""
     with usage_errors():
         directory, _ = locate(None, state_dir)
-        llm = {key: value for key, value in (("provider", provider), ("model", model), ("base_url", llm_base_url))
-               if value is not None}
-        overrides = _overrides(policy, script, sim, engine_python,
-                               limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm)
+        llm = {
+            key: value
+            for key, value in (("provider", provider), ("model", model), ("base_url", llm_base_url))
+            if value is not None
+        }
+        overrides = _overrides(
+            policy, script, sim, engine_python, limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm
+        )
         config_file = config.absolute() if config is not None else None
         with StateDirectoryLock(directory):
             store = StateStore(directory)
             settings = load_config(directory, config_file, overrides=overrides)
-            state = ProjectState(goal=goal, run=RunSettings(
-                policy=choose_policy(settings), simulated_scenario=settings.sim,
-                config_file=str(config_file) if config_file else None, config_overrides=overrides,
-                notify=list(notify or [])))
+            state = ProjectState(
+                goal=goal,
+                run=RunSettings(
+                    policy=choose_policy(settings),
+                    simulated_scenario=settings.sim,
+                    config_file=str(config_file) if config_file else None,
+                    config_overrides=overrides,
+                    notify=list(notify or []),
+                ),
+            )
             state.limits = settings.limits.model_copy()
             agent = prepare_agent(store, state, settings, resumed=False)
             _make_room(store, new)

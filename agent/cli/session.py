@@ -55,26 +55,42 @@ def run_session(agent: Agent, *, resumed: bool, json_output: bool) -> int:
     except StateWriteError as error:
         typer.echo(f"agent: error: {error}", err=True)
         return EXIT_FAILED
-    store.journal.record("start", run_id=state.run_id, goal=state.goal, policy=state.run.policy,
-                         resumed=resumed, simulated_scenario=state.run.simulated_scenario, step=state.step,
-                         **describe_environment())
-    progress(f"{'resuming' if resumed else 'starting'} run {state.run_id} at step {state.step} "
-             f"with the {state.run.policy} policy; state in {store.state_dir}")
+    store.journal.record(
+        "start",
+        run_id=state.run_id,
+        goal=state.goal,
+        policy=state.run.policy,
+        resumed=resumed,
+        simulated_scenario=state.run.simulated_scenario,
+        step=state.step,
+        **describe_environment(),
+    )
+    progress(
+        f"{'resuming' if resumed else 'starting'} run {state.run_id} at step {state.step} "
+        f"with the {state.run.policy} policy; state in {store.state_dir}"
+    )
     previous_handler = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         event = agent.run()
     except KeyboardInterrupt:
-        typer.echo(f"agent: interrupted at step {state.step}; the state is saved. "
-                   f"Continue with: {resume_command(store.state_dir)}", err=True)
+        typer.echo(
+            f"agent: interrupted at step {state.step}; the state is saved. "
+            f"Continue with: {resume_command(store.state_dir)}",
+            err=True,
+        )
         return EXIT_INTERRUPTED
     except StateWriteError as error:
-        typer.echo(f"agent: error: {error}. Free space or fix permissions, then: "
-                   f"{resume_command(store.state_dir)}", err=True)
+        typer.echo(
+            f"agent: error: {error}. Free space or fix permissions, then: {resume_command(store.state_dir)}", err=True
+        )
         return EXIT_FAILED
     except Exception as error:
         crash_log = write_crash_log(store.state_dir, error)
-        typer.echo(f"agent: unexpected failure: {redact_text(f'{type(error).__name__}: {error}')} "
-                   f"(state saved; traceback in {crash_log})", err=True)
+        typer.echo(
+            f"agent: unexpected failure: {redact_text(f'{type(error).__name__}: {error}')} "
+            f"(state saved; traceback in {crash_log})",
+            err=True,
+        )
         return EXIT_FAILED
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
@@ -91,8 +107,14 @@ def outcome(state: ProjectState, state_dir: Path, event: str, code: int) -> dict
     """The machine-readable result of ``agent run`` / ``agent resume``."""
     pending = state.pending_questions()
     return {
-        "event": event, "exit_code": code, "status": state.status, "run_id": state.run_id, "goal": state.goal,
-        "step": state.step, "summary": state.summary, "state_file": str(state_dir / "latest.json"),
+        "event": event,
+        "exit_code": code,
+        "status": state.status,
+        "run_id": state.run_id,
+        "goal": state.goal,
+        "step": state.step,
+        "summary": state.summary,
+        "state_file": str(state_dir / "latest.json"),
         "questions": [question.model_dump(mode="json") for question in pending],
         "answer_command": answer_command(state_dir) if pending else None,
         "resume_command": resume_command(state_dir) if state.status != "done" else None,

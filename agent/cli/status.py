@@ -18,8 +18,7 @@ from agent.store import StateStore
 
 
 @app.command()
-def status(target: StateArgument = None, state_dir: StateDirOption = None,
-           json_output: JsonOption = False) -> None:
+def status(target: StateArgument = None, state_dir: StateDirOption = None, json_output: JsonOption = False) -> None:
     """Show where the run stands: hardware, software, what was tried, what runs, benchmarks, questions."""
     with usage_errors():
         directory, file = locate(target, state_dir)

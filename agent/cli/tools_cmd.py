@@ -74,13 +74,21 @@ def run_tool(
         arguments = _arguments(args)
         directory, _ = locate(None, state_dir)
         settings = load_config(directory, config.absolute() if config is not None else None)
-        with tool_session(directory, settings, goal=DIRECT_GOAL, sim=scenario_argument(sim),
-                          progress=progress) as session:
+        with tool_session(
+            directory, settings, goal=DIRECT_GOAL, sim=scenario_argument(sim), progress=progress
+        ) as session:
             try:
                 result = session.execute(registry, name, arguments)
             except NeedsApproval as approval:
-                print_json({"tool": name, "ok": False, "needs_approval": approval.reason,
-                            "evidence": approval.evidence, "options": approval.options})
+                print_json(
+                    {
+                        "tool": name,
+                        "ok": False,
+                        "needs_approval": approval.reason,
+                        "evidence": approval.evidence,
+                        "options": approval.options,
+                    }
+                )
                 finish(EXIT_BLOCKED)
     print_json(result.model_dump(mode="json"))
     finish(EXIT_DONE if result.ok else EXIT_FAILED)

@@ -22,14 +22,18 @@ __all__ = ["Channel", "NotificationMessage", "Notifier", "build_message", "parse
 
 
 class Notifier:
-    def __init__(self, specs: list[str], settings: NotifySettings, state_dir: Path,
-                 progress: Callable[[str], None] = lambda line: None) -> None:
+    def __init__(
+        self,
+        specs: list[str],
+        settings: NotifySettings,
+        state_dir: Path,
+        progress: Callable[[str], None] = lambda line: None,
+    ) -> None:
         """Parse every spec up front, so a typo is a usage error before the run starts."""
         self.channels = [parse_channel(spec) for spec in dict.fromkeys(specs)]
         self.settings, self.state_dir, self.progress = settings, state_dir, progress
 
-    def notify(self, event: EventName, state: ProjectState,
-               question: Question | None = None) -> list[Notification]:
+    def notify(self, event: EventName, state: ProjectState, question: Question | None = None) -> list[Notification]:
         """Send to every channel; append one :class:`Notification` per channel to the state."""
         if not self.channels:
             return []
@@ -40,9 +44,12 @@ class Notifier:
 
     def _deliver(self, channel: Channel, message: NotificationMessage) -> Notification:
         attempts = 0
-        retrying = Retrying(stop=stop_after_attempt(self.settings.attempts), reraise=True,
-                            wait=wait_exponential(multiplier=self.settings.retry_wait_seconds, max=30),
-                            retry=retry_if_exception_type(DeliveryError))
+        retrying = Retrying(
+            stop=stop_after_attempt(self.settings.attempts),
+            reraise=True,
+            wait=wait_exponential(multiplier=self.settings.retry_wait_seconds, max=30),
+            retry=retry_if_exception_type(DeliveryError),
+        )
         try:
             for attempt in retrying:
                 with attempt:
@@ -51,7 +58,8 @@ class Notifier:
         except Exception as error:  # a failed channel is recorded, never fatal
             reason = redact_text(f"{type(error).__name__}: {error}")[:500]
             self.progress(f"notification to {channel.label} failed after {attempts} attempt(s): {reason}")
-            return Notification(channel=channel.label, event=message.event, delivered=False, error=reason,
-                                attempts=attempts)
+            return Notification(
+                channel=channel.label, event=message.event, delivered=False, error=reason, attempts=attempts
+            )
         self.progress(f"notified {channel.label} ({message.event})")
         return Notification(channel=channel.label, event=message.event, delivered=True, attempts=attempts)

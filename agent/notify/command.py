@@ -17,17 +17,28 @@ class CommandChannel:
 
     def send(self, message: NotificationMessage, settings: NotifySettings) -> None:
         fields = {
-            "OPSLOOP_EVENT": message.event, "OPSLOOP_TITLE": message.title, "OPSLOOP_RUN_ID": message.run_id,
-            "OPSLOOP_GOAL": message.goal, "OPSLOOP_STATUS": message.status, "OPSLOOP_NEEDED": message.needed,
-            "OPSLOOP_QUESTION_ID": message.question_id or "", "OPSLOOP_HYPOTHESIS": message.hypothesis,
+            "OPSLOOP_EVENT": message.event,
+            "OPSLOOP_TITLE": message.title,
+            "OPSLOOP_RUN_ID": message.run_id,
+            "OPSLOOP_GOAL": message.goal,
+            "OPSLOOP_STATUS": message.status,
+            "OPSLOOP_NEEDED": message.needed,
+            "OPSLOOP_QUESTION_ID": message.question_id or "",
+            "OPSLOOP_HYPOTHESIS": message.hypothesis,
             "OPSLOOP_ANSWER_COMMAND": message.answer_command or "",
             "OPSLOOP_RESUME_COMMAND": message.resume_command or "",
             "OPSLOOP_MESSAGE_JSON": message.model_dump_json(),
         }
         try:
-            completed = subprocess.run(["/bin/sh", "-c", self.command], input=message.text(), text=True,
-                                       env={**os.environ, **fields}, capture_output=True,
-                                       timeout=settings.timeout_seconds, check=False)
+            completed = subprocess.run(
+                ["/bin/sh", "-c", self.command],
+                input=message.text(),
+                text=True,
+                env={**os.environ, **fields},
+                capture_output=True,
+                timeout=settings.timeout_seconds,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             raise DeliveryError(f"command timed out after {settings.timeout_seconds:.0f} s") from None
         except OSError as error:

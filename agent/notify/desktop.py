@@ -19,9 +19,13 @@ class DesktopChannel:
             raise PermanentDeliveryError("notify-send is not installed")
         urgency = "normal" if message.event == "done" else "critical"
         try:
-            completed = subprocess.run([program, "--app-name=opsloop", f"--urgency={urgency}", message.title,
-                                        message.text()], capture_output=True, text=True,
-                                       timeout=settings.timeout_seconds, check=False)
+            completed = subprocess.run(
+                [program, "--app-name=opsloop", f"--urgency={urgency}", message.title, message.text()],
+                capture_output=True,
+                text=True,
+                timeout=settings.timeout_seconds,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as error:
             raise DeliveryError(f"notify-send failed: {error}") from None
         if completed.returncode != 0:

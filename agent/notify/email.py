@@ -23,9 +23,13 @@ class EmailChannel:
         email["To"] = self.address
         email.set_content(message.text())
         try:
-            client = (smtplib.SMTP_SSL(smtp.host, smtp.port, timeout=smtp.timeout_seconds,
-                                       context=ssl.create_default_context()) if smtp.ssl
-                      else smtplib.SMTP(smtp.host, smtp.port, timeout=smtp.timeout_seconds))
+            client = (
+                smtplib.SMTP_SSL(
+                    smtp.host, smtp.port, timeout=smtp.timeout_seconds, context=ssl.create_default_context()
+                )
+                if smtp.ssl
+                else smtplib.SMTP(smtp.host, smtp.port, timeout=smtp.timeout_seconds)
+            )
             with client:
                 if smtp.starttls and not smtp.ssl:
                     client.starttls(context=ssl.create_default_context())

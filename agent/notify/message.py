@@ -19,8 +19,12 @@ from tools.redact import redact_value
 
 EventName = Literal["blocked", "limit", "done", "failed"]
 
-TITLES: dict[str, str] = {"blocked": "needs a human", "limit": "budget reached", "done": "goal reached",
-                          "failed": "run failed"}
+TITLES: dict[str, str] = {
+    "blocked": "needs a human",
+    "limit": "budget reached",
+    "done": "goal reached",
+    "failed": "run failed",
+}
 
 
 class NotificationMessage(BaseModel):
@@ -43,8 +47,14 @@ class NotificationMessage(BaseModel):
 
     def text(self) -> str:
         """Plain text for email, ntfy, command stdin and desktop pop-ups."""
-        lines = [self.title, "", f"Goal: {self.goal}",
-                 f"Run {self.run_id}: {self.status} at step {self.step}", "", f"Needed: {self.needed}"]
+        lines = [
+            self.title,
+            "",
+            f"Goal: {self.goal}",
+            f"Run {self.run_id}: {self.status} at step {self.step}",
+            "",
+            f"Needed: {self.needed}",
+        ]
         if self.options:
             lines.append(f"Options: {' | '.join(self.options)}")
         if self.summary:
@@ -64,8 +74,9 @@ class NotificationMessage(BaseModel):
         return "\n".join(lines) + "\n"
 
 
-def build_message(event: EventName, state: ProjectState, state_dir: Path,
-                  question: Question | None = None, tried_limit: int = 8) -> NotificationMessage:
+def build_message(
+    event: EventName, state: ProjectState, state_dir: Path, question: Question | None = None, tried_limit: int = 8
+) -> NotificationMessage:
     state_dir = state_dir.resolve()
     tried = [f"step {finding.step}: {finding.summary}" for finding in state.findings[-tried_limit:]]
     evidence = list(question.evidence) if question else []
@@ -80,11 +91,21 @@ def build_message(event: EventName, state: ProjectState, state_dir: Path,
         needed = "a look at the failure (state and journal are in the state directory), then a resume"
     headline = question.question if question is not None else (state.summary or state.goal)
     message = NotificationMessage(
-        event=event, title=f"opsloop {TITLES[event]}: {headline}"[:200], run_id=state.run_id, goal=state.goal,
-        status=state.status, step=state.step, needed=needed, question_id=question.id if question else None,
-        options=list(question.options) if question else [], evidence=evidence,
-        hypothesis=question.hypothesis if question else "", tried=tried, summary=state.summary,
+        event=event,
+        title=f"opsloop {TITLES[event]}: {headline}"[:200],
+        run_id=state.run_id,
+        goal=state.goal,
+        status=state.status,
+        step=state.step,
+        needed=needed,
+        question_id=question.id if question else None,
+        options=list(question.options) if question else [],
+        evidence=evidence,
+        hypothesis=question.hypothesis if question else "",
+        tried=tried,
+        summary=state.summary,
         answer_command=answer_command(state_dir, question.id if question else None) if waiting else None,
         resume_command=resume_command(state_dir) if event != "done" else None,
-        status_command=f"agent status {shlex.quote(str(state_dir))}")
+        status_command=f"agent status {shlex.quote(str(state_dir))}",
+    )
     return NotificationMessage.model_validate(redact_value(message.model_dump(mode="json")))

@@ -38,5 +38,6 @@ def parse_channel(spec: str) -> Channel:
         if not target.strip():
             raise UsageError("notify spec command:... needs a command")
         return CommandChannel(target)
-    raise UsageError(f"unknown notify spec {spec!r}; use webhook:URL, slack:URL, ntfy:URL, email:ADDRESS, "
-                     "command:CMD or desktop")
+    raise UsageError(
+        f"unknown notify spec {spec!r}; use webhook:URL, slack:URL, ntfy:URL, email:ADDRESS, command:CMD or desktop"
+    )

@@ -93,8 +93,7 @@ class ScriptedPolicy:
         self.script = script
 
     @classmethod
-    def from_decisions(cls, decisions: list[Any],
-                       when_done: Literal["ask", "finish"] = "ask") -> ScriptedPolicy:
+    def from_decisions(cls, decisions: list[Any], when_done: Literal["ask", "finish"] = "ask") -> ScriptedPolicy:
         return cls(Script.model_validate({"decisions": decisions, "when_done": when_done}))
 
     @classmethod
@@ -128,25 +127,39 @@ class ScriptedPolicy:
             if isinstance(item, ScriptedFail):
                 raise RunFailed(item.fail)
         actions = [_action(item, f"d{position}-{index}") for index, item in enumerate(planned.actions)]
-        usage = ModelUsage(cost_usd=planned.cost_usd, input_tokens=planned.input_tokens,
-                           output_tokens=planned.output_tokens)
+        usage = ModelUsage(
+            cost_usd=planned.cost_usd, input_tokens=planned.input_tokens, output_tokens=planned.output_tokens
+        )
         thought = planned.thought or f"scripted decision {position + 1}"
         return Decision(thought=thought, actions=actions, usage=usage)
 
     def _exhausted(self, position: int) -> Decision:
         if self.script.when_done == "finish":
             return Decision(thought="script finished", actions=[Finish(summary="the script ran to its end")])
-        return Decision(thought="script exhausted", actions=[Ask(
-            question=f"The script's {position} decisions have all been played. What next?",
-            hypothesis="The scripted run did what it was written to do; anything more needs a human.",
-            options=["stop here", "resume with another policy"], question_kind="blocked")])
+        return Decision(
+            thought="script exhausted",
+            actions=[
+                Ask(
+                    question=f"The script's {position} decisions have all been played. What next?",
+                    hypothesis="The scripted run did what it was written to do; anything more needs a human.",
+                    options=["stop here", "resume with another policy"],
+                    question_kind="blocked",
+                )
+            ],
+        )
 
 
 def _action(item: ScriptedAction, call_id: str) -> Action:
     if isinstance(item, ScriptedCall):
         return ToolCall(id=call_id, tool=item.tool, arguments=item.arguments)
     if isinstance(item, ScriptedAsk):
-        return Ask(question=item.ask, context=item.context, evidence=item.evidence, options=item.options,
-                   hypothesis=item.hypothesis, question_kind=item.kind)
+        return Ask(
+            question=item.ask,
+            context=item.context,
+            evidence=item.evidence,
+            options=item.options,
+            hypothesis=item.hypothesis,
+            question_kind=item.kind,
+        )
     assert isinstance(item, ScriptedFinish)
     return Finish(summary=item.finish)

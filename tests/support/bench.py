@@ -14,8 +14,9 @@ SERVER = Path(__file__).resolve().parent / "fakes" / "openai_server.py"
 @contextmanager
 def fake_server(*options: str) -> Iterator[str]:
     """Yield the base URL of a fresh fake server started with ``options``; stop it afterwards."""
-    process = subprocess.Popen([sys.executable, str(SERVER), *options], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert process.stdout is not None
         line = process.stdout.readline()

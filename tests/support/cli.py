@@ -25,26 +25,42 @@ _INFLUENTIAL = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 
 
 def agent_environment(**extra: str) -> dict[str, str]:
-    environment = {name: value for name, value in os.environ.items()
-                   if name not in _INFLUENTIAL and not name.startswith("OPSLOOP_")}
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _INFLUENTIAL and not name.startswith("OPSLOOP_")
+    }
     environment["PYTHONPATH"] = str(REPO_ROOT)
     environment.update(extra)
     return environment
 
 
-def run_agent(*arguments: str | Path, environment: dict[str, str] | None = None, cwd: Path | None = None,
-              timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+def run_agent(
+    *arguments: str | Path, environment: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60.0
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m agent ARGUMENTS`` to completion, capturing its output."""
-    return subprocess.run([sys.executable, "-m", "agent", *map(str, arguments)], capture_output=True,
-                          text=True, env=environment or agent_environment(), cwd=cwd or REPO_ROOT,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *map(str, arguments)],
+        capture_output=True,
+        text=True,
+        env=environment or agent_environment(),
+        cwd=cwd or REPO_ROOT,
+        timeout=timeout,
+        check=False,
+    )
 
 
-def start_agent(*arguments: str | Path, environment: dict[str, str] | None = None,
-                cwd: Path | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "agent", *map(str, arguments)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=environment or agent_environment(),
-                            cwd=cwd or REPO_ROOT)
+def start_agent(
+    *arguments: str | Path, environment: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agent", *map(str, arguments)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment or agent_environment(),
+        cwd=cwd or REPO_ROOT,
+    )
 
 
 def write_script(path: Path, decisions: list[Any], when_done: str = "ask") -> Path:

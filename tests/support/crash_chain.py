@@ -73,8 +73,12 @@ class JournalFollower:
             return f"inside {self.last.get('tool')}"
         if kind == "result":
             return f"after {self.last.get('tool')}"
-        return {"decision": "after a decision", "start": "starting or recovering", "answer": "after an answer",
-                "event": "after an exit"}.get(str(kind), "before the start")
+        return {
+            "decision": "after a decision",
+            "start": "starting or recovering",
+            "answer": "after an answer",
+            "event": "after an exit",
+        }.get(str(kind), "before the start")
 
 
 @dataclass
@@ -124,8 +128,13 @@ class CrashChain:
         before = dict(journal.poll())
         killed, started = False, time.monotonic()
         with open(self.log_dir / f"cycle-{len(self.cycles):04d}.log", "w") as log:
-            process = subprocess.Popen([sys.executable, "-m", "agent", *command], stdout=log, stderr=log,
-                                       env=agent_environment(), cwd=REPO_ROOT)
+            process = subprocess.Popen(
+                [sys.executable, "-m", "agent", *command],
+                stdout=log,
+                stderr=log,
+                env=agent_environment(),
+                cwd=REPO_ROOT,
+            )
             try:
                 killed = self._watch(process, command[0], journal, before)
             finally:
@@ -133,16 +142,22 @@ class CrashChain:
                     process.kill()
                 process.wait(timeout=30)
         counts = journal.poll()
-        cycle = Cycle(command=command, killed=killed, exit_code=process.returncode,
-                      seconds=time.monotonic() - started, started=counts.get("start", 0) > before.get("start", 0))
+        cycle = Cycle(
+            command=command,
+            killed=killed,
+            exit_code=process.returncode,
+            seconds=time.monotonic() - started,
+            started=counts.get("start", 0) > before.get("start", 0),
+        )
         self.cycles.append(cycle)
         progressed = counts.get("result", 0) > before.get("result", 0)
         self._stalled = self._stalled + 1 if killed and not progressed else 0
         self._check(cycle)
         return cycle
 
-    def _watch(self, process: subprocess.Popen[bytes], name: str, journal: JournalFollower,
-               before: dict[str, int]) -> bool:
+    def _watch(
+        self, process: subprocess.Popen[bytes], name: str, journal: JournalFollower, before: dict[str, int]
+    ) -> bool:
         """Wait for the process, killing it at the drawn moment; True when it was killed.
 
         The delay runs from the agent's ``start`` record (``ask``: from its launch), so kills land in
@@ -153,7 +168,7 @@ class CrashChain:
         """
         may_kill = self.kills < self.kills_wanted
         trigger = "result" if self._stalled >= 2 else "start"
-        recent = set(self.sites_in_order[-self.kills_per_call:])
+        recent = set(self.sites_in_order[-self.kills_per_call :])
         if len(self.sites_in_order) >= self.kills_per_call and len(recent) == 1 and min(recent).startswith("inside "):
             trigger = f"result:{min(recent).removeprefix('inside ')}"  # killed in it again and again: let it finish
             self.sites_in_order.append("let finish")
@@ -199,8 +214,9 @@ class CrashChain:
             if snapshot.answers.get(question) != answer:
                 self.problems.append(f"{where}: the acknowledged answer to {question} is gone")
         self.snapshots.append(snapshot)
-        self.problems += [f"{where}: {problem}"
-                          for problem in journal_disagreements(state, journal_records(self.state_dir))]
+        self.problems += [
+            f"{where}: {problem}" for problem in journal_disagreements(state, journal_records(self.state_dir))
+        ]
         self._check_engines(state, cycle, where)
         if not cycle.killed and cycle.exit_code not in (EXIT_DONE, EXIT_BLOCKED):
             self.problems.append(f"{where}: exit code {cycle.exit_code}")

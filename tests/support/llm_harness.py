@@ -28,22 +28,29 @@ from tools.update_state import UpdateStateTool
 from twin.model_api.server import ModelServer
 
 ProviderName = Literal["anthropic", "openai"]
-MODES: list[tuple[ProviderName, bool]] = [("anthropic", False), ("anthropic", True), ("openai", False),
-                                          ("openai", True)]
+MODES: list[tuple[ProviderName, bool]] = [
+    ("anthropic", False),
+    ("anthropic", True),
+    ("openai", False),
+    ("openai", True),
+]
 MODE_IDS = ["anthropic-json", "anthropic-sse", "openai-json", "openai-sse"]
 TEST_KEYS = {"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"}
 
 
-def llm_section(server: ModelServer, provider: ProviderName, stream: bool,
-                **overrides: Any) -> dict[str, Any]:
+def llm_section(server: ModelServer, provider: ProviderName, stream: bool, **overrides: Any) -> dict[str, Any]:
     """An ``llm`` configuration section pointing at the server, with millisecond retry waits."""
     section: dict[str, Any] = {
         "provider": provider,
         "base_url": server.anthropic_base_url if provider == "anthropic" else server.openai_base_url,
         "stream": stream,
         "request_timeout_seconds": 2.0,
-        "retry": {"max_attempts": 4, "max_total_seconds": 10.0, "initial_backoff_seconds": 0.002,
-                  "max_backoff_seconds": 0.01},
+        "retry": {
+            "max_attempts": 4,
+            "max_total_seconds": 10.0,
+            "initial_backoff_seconds": 0.002,
+            "max_backoff_seconds": 0.01,
+        },
     }
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(section.get(key), dict):
@@ -67,8 +74,9 @@ class SleepRecorder:
         time.sleep(min(seconds, self.cap_seconds))
 
 
-def make_policy(server: ModelServer, provider: ProviderName, stream: bool, sleep: SleepRecorder | None = None,
-                **overrides: Any) -> LlmPolicy:
+def make_policy(
+    server: ModelServer, provider: ProviderName, stream: bool, sleep: SleepRecorder | None = None, **overrides: Any
+) -> LlmPolicy:
     section = llm_section(server, provider, stream, **overrides)
     return build_llm_policy(LlmSettings.model_validate(section), environ=TEST_KEYS, sleep=sleep or SleepRecorder())
 
@@ -105,28 +113,50 @@ def _default_schemas() -> tuple[dict[str, Any], ...]:
 
 
 def context_for(state: ProjectState, state_dir: Path, store: StateStore | None = None) -> ToolContext:
-    return ToolContext(state=state, state_dir=state_dir, host=LocalHost(exit_dir=state_dir / "exits"),
-                       settings=ToolSettings(engine_python=sys.executable, output_cap_chars=20_000),
-                       checkpoint=(lambda: store.save(state)) if store is not None else (lambda: None))
+    return ToolContext(
+        state=state,
+        state_dir=state_dir,
+        host=LocalHost(exit_dir=state_dir / "exits"),
+        settings=ToolSettings(engine_python=sys.executable, output_cap_chars=20_000),
+        checkpoint=(lambda: store.save(state)) if store is not None else (lambda: None),
+    )
 
 
-def view(state: ProjectState, state_dir: Path, tools: ToolRegistry | None = None,
-         observations: list[Observation] | None = None, answers: list[Question] | None = None,
-         nudge: str | None = None) -> PolicyView:
+def view(
+    state: ProjectState,
+    state_dir: Path,
+    tools: ToolRegistry | None = None,
+    observations: list[Observation] | None = None,
+    answers: list[Question] | None = None,
+    nudge: str | None = None,
+) -> PolicyView:
     schemas = tools.schemas() if tools is not None else list(_default_schemas())
-    return PolicyView(state=state, state_dir=state_dir, tool_schemas=schemas,
-                      observations=list(observations or []), new_answers=list(answers or []), nudge=nudge)
+    return PolicyView(
+        state=state,
+        state_dir=state_dir,
+        tool_schemas=schemas,
+        observations=list(observations or []),
+        new_answers=list(answers or []),
+        nudge=nudge,
+    )
 
 
-def execute(calls: list[ToolCall], state: ProjectState, state_dir: Path,
-            tools: ToolRegistry | None = None) -> list[Observation]:
+def execute(
+    calls: list[ToolCall], state: ProjectState, state_dir: Path, tools: ToolRegistry | None = None
+) -> list[Observation]:
     """Run tool calls through a real registry, as the loop does, and return their observations."""
     tools = tools or registry()
     context = context_for(state, state_dir)
-    return [Observation(call_id=call.id, tool=call.tool, arguments=call.arguments,
-                        result=tools.execute(call.tool, call.arguments, context)) for call in calls]
+    return [
+        Observation(
+            call_id=call.id,
+            tool=call.tool,
+            arguments=call.arguments,
+            result=tools.execute(call.tool, call.arguments, context),
+        )
+        for call in calls
+    ]
 
 
-def agent_for(policy: LlmPolicy, store: StateStore, state: ProjectState,
-              tools: ToolRegistry | None = None) -> Agent:
+def agent_for(policy: LlmPolicy, store: StateStore, state: ProjectState, tools: ToolRegistry | None = None) -> Agent:
     return Agent(policy, tools or registry(), context_for(state, store.state_dir, store), store)

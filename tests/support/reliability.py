@@ -40,8 +40,12 @@ def engine_identities(state_dir: Path) -> dict[Identity, Identity | None]:
     for process in psutil.process_iter(["pid", "cmdline", "create_time", "status"]):
         info = process.info
         command = info.get("cmdline") or []
-        if (len(command) < 3 or command[1:3] != ["-m", ENGINE_MODULE] or info.get("status") == psutil.STATUS_ZOMBIE
-                or not any(marker in part for part in command)):
+        if (
+            len(command) < 3
+            or command[1:3] != ["-m", ENGINE_MODULE]
+            or info.get("status") == psutil.STATUS_ZOMBIE
+            or not any(marker in part for part in command)
+        ):
             continue
         try:
             parent = process.parent()
@@ -99,6 +103,7 @@ def kill_state_processes(state_dir: Path) -> None:
 
 # -- the state and the journal, as a human would read them -----------------------------------------------
 
+
 @dataclass
 class Snapshot:
     """What one look at the state directory showed, reduced to what must never go backwards."""
@@ -127,12 +132,15 @@ class Snapshot:
             return list(dict.fromkeys([key(item) for item in [*moved.get(name, []), *document[name]]]))
 
         questions = [*moved.get("questions", []), *document["questions"]]
-        return cls(step=state.step, status=state.status,
-                   findings=whole("findings", lambda item: (item.get("number"), item["summary"])),
-                   processes=whole("processes", lambda item: (item["name"], item["pid"])),
-                   benchmarks=whole("benchmarks", lambda item: item["id"]),
-                   answers={item["id"]: item["answer"] for item in questions if item.get("answer") is not None},
-                   questions=whole("questions", lambda item: item["id"]))
+        return cls(
+            step=state.step,
+            status=state.status,
+            findings=whole("findings", lambda item: (item.get("number"), item["summary"])),
+            processes=whole("processes", lambda item: (item["name"], item["pid"])),
+            benchmarks=whole("benchmarks", lambda item: item["id"]),
+            answers={item["id"]: item["answer"] for item in questions if item.get("answer") is not None},
+            questions=whole("questions", lambda item: item["id"]),
+        )
 
 
 def lost_since(before: Snapshot, after: Snapshot) -> list[str]:
@@ -162,20 +170,27 @@ def journal_disagreements(state: ProjectState, records: list[dict[str, Any]]) ->
         if kind == "result" and isinstance(step, int) and not entry.get("recovered"):
             in_pending = pending is not None and pending.step == step and entry.get("call_id") in pending.results
             if step > state.step or (step == state.step and not in_pending):
-                problems.append(f"journal has the result of {entry.get('call_id')} (step {step}) but the state "
-                                f"does not (state step {state.step})")
+                problems.append(
+                    f"journal has the result of {entry.get('call_id')} (step {step}) but the state "
+                    f"does not (state step {state.step})"
+                )
         if kind == "answer":
             answered = {item.id: item.answer for item in state.questions}
             if answered.get(str(entry.get("question_id"))) != entry.get("answer"):
-                problems.append(f"journal has answer {entry.get('answer')!r} to {entry.get('question_id')}, "
-                                f"the state has {answered.get(str(entry.get('question_id')))!r}")
+                problems.append(
+                    f"journal has answer {entry.get('answer')!r} to {entry.get('question_id')}, "
+                    f"the state has {answered.get(str(entry.get('question_id')))!r}"
+                )
     return problems
 
 
 def untracked_engines(state: ProjectState, state_dir: Path) -> dict[Identity, str]:
     """Engines alive on the machine that the state does not record as live (supervisor -> why)."""
-    live = [(record.pid, record.create_time) for record in state.processes
-            if record.kind == "engine" and record.state not in ("exited", "stopped")]
+    live = [
+        (record.pid, record.create_time)
+        for record in state.processes
+        if record.kind == "engine" and record.state not in ("exited", "stopped")
+    ]
     recorded = [(record.pid, record.create_time) for record in state.processes]
     untracked: dict[Identity, str] = {}
     for engine, supervisor in engine_identities(state_dir).items():

@@ -33,10 +33,12 @@ def stop_leftovers(state_dir: Path) -> None:
             continue
 
 
-def run_scenario(scenario: str, goal: str, state_dir: Path, timeout: float = 240.0
-                 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    result = run_agent("run", "--goal", goal, "--sim", scenario, "--state-dir", state_dir, "--policy", "runbook",
-                       timeout=timeout)
+def run_scenario(
+    scenario: str, goal: str, state_dir: Path, timeout: float = 240.0
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    result = run_agent(
+        "run", "--goal", goal, "--sim", scenario, "--state-dir", state_dir, "--policy", "runbook", timeout=timeout
+    )
     return result, load_state(state_dir)
 
 

@@ -90,9 +90,18 @@ dataset_samples = 12
 """
 
 DEFAULTS: dict[str, Any] = {
-    "name": "test-sim", "time_scale": 2000.0, "host_extra": "", "sglang": "0.5.10", "attention": "gqa",
-    "engine_extra": "", "load": 200.0, "progress_interval": 100.0, "single": 100.0, "peak": 400.0,
-    "ttft_ms": 50.0, "training_memory": 0.0,
+    "name": "test-sim",
+    "time_scale": 2000.0,
+    "host_extra": "",
+    "sglang": "0.5.10",
+    "attention": "gqa",
+    "engine_extra": "",
+    "load": 200.0,
+    "progress_interval": 100.0,
+    "single": 100.0,
+    "peak": 400.0,
+    "ttft_ms": 50.0,
+    "training_memory": 0.0,
 }
 
 
@@ -123,15 +132,33 @@ def child_environment(**extra: str) -> dict[str, str]:
 class EngineProcess:
     """The engine stand-in started directly (as the simulated host would), logging to a file."""
 
-    def __init__(self, scenario: Path, sim_root: Path, flags: list[str], engine: str = "sglang",
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Path,
+        sim_root: Path,
+        flags: list[str],
+        engine: str = "sglang",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.log_path = sim_root.parent / f"engine-{free_port()}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "twin.engine", "--scenario", str(scenario), "--sim-root", str(sim_root),
-                "--engine", engine, "--", *flags]
+        argv = [
+            sys.executable,
+            "-m",
+            "twin.engine",
+            "--scenario",
+            str(scenario),
+            "--sim-root",
+            str(sim_root),
+            "--engine",
+            engine,
+            "--",
+            *flags,
+        ]
         with self.log_path.open("w") as log:
-            self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
-                                            env=child_environment(**(env or {})))
+            self.process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=child_environment(**(env or {}))
+            )
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8")
@@ -162,8 +189,9 @@ def http_post(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[in
         return error.code, json.loads(error.read() or b"{}")
 
 
-def wait_healthy(port: int, process: subprocess.Popen[Any] | None = None, timeout: float = 40.0,
-                 log: Path | None = None) -> None:
+def wait_healthy(
+    port: int, process: subprocess.Popen[Any] | None = None, timeout: float = 40.0, log: Path | None = None
+) -> None:
     """Poll /health; the timeout is generous because a loaded test machine slows every start-up."""
     deadline = time.monotonic() + timeout
 

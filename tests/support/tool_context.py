@@ -21,9 +21,12 @@ def fake(name: str) -> str:
 def make_context(tmp_path: Path, host: LocalHost | None = None, **settings: float) -> ToolContext:
     state_dir = tmp_path / "state"
     state_dir.mkdir(exist_ok=True)
-    return ToolContext(state=ProjectState(goal="test"), state_dir=state_dir,
-                       host=host or LocalHost(exit_dir=tmp_path / "exits"),
-                       settings=ToolSettings(engine_python=sys.executable, **settings))  # type: ignore[arg-type]
+    return ToolContext(
+        state=ProjectState(goal="test"),
+        state_dir=state_dir,
+        host=host or LocalHost(exit_dir=tmp_path / "exits"),
+        settings=ToolSettings(engine_python=sys.executable, **settings),
+    )  # type: ignore[arg-type]
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.05) -> bool:

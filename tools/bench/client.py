@@ -37,13 +37,15 @@ class Endpoint:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base URL must look like http://host:port, got {base_url!r}")
         tls = parts.scheme == "https"
-        return cls(host=parts.hostname, port=parts.port or (443 if tls else 80), tls=tls,
-                   prefix=parts.path.rstrip("/"))
+        return cls(host=parts.hostname, port=parts.port or (443 if tls else 80), tls=tls, prefix=parts.path.rstrip("/"))
 
-    def request_bytes(self, method: str, path: str, body: bytes = b"",
-                      headers: dict[str, str] | None = None) -> bytes:
-        lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host}:{self.port}",
-                 "Connection: keep-alive", "Accept: */*"]
+    def request_bytes(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> bytes:
+        lines = [
+            f"{method} {self.prefix}{path} HTTP/1.1",
+            f"Host: {self.host}:{self.port}",
+            "Connection: keep-alive",
+            "Accept: */*",
+        ]
         if body or method == "POST":
             lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
         lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
@@ -67,8 +69,7 @@ class Connection:
             self._link.close()
         self._link = None
 
-    async def exchange(self, request: bytes, outcome: StreamOutcome, *, streaming: bool,
-                       timeout: float) -> Exchange:
+    async def exchange(self, request: bytes, outcome: StreamOutcome, *, streaming: bool, timeout: float) -> Exchange:
         """Send ``request`` and wait for the whole response; fills ``outcome`` as bytes arrive."""
         link = self._link
         reused = link is not None and not link.closed
@@ -118,8 +119,9 @@ class _NoResponse(Exception):
     pass
 
 
-async def stream(connection: Connection, request: bytes, *, timeout: float,
-                 collect_text: bool = False) -> StreamOutcome:
+async def stream(
+    connection: Connection, request: bytes, *, timeout: float, collect_text: bool = False
+) -> StreamOutcome:
     """Send one streaming completion request and measure it; never raises for server or network errors."""
     outcome = StreamOutcome(text_parts=[] if collect_text else None)
     try:
@@ -129,8 +131,9 @@ async def stream(connection: Connection, request: bytes, *, timeout: float,
     return exchange.conclude()
 
 
-async def fetch(endpoint: Endpoint, path: str, *, timeout: float = 10.0,
-                body: dict[str, Any] | None = None) -> tuple[int, bytes]:
+async def fetch(
+    endpoint: Endpoint, path: str, *, timeout: float = 10.0, body: dict[str, Any] | None = None
+) -> tuple[int, bytes]:
     """A plain GET (or POST of a JSON body) on a fresh connection; returns (status, body)."""
     connection = Connection(endpoint)
     payload = json.dumps(body).encode() if body is not None else b""

@@ -27,10 +27,8 @@ class Probe(BaseModel):
 PROBES = [
     Probe(name="addition", prompt="What is 17 + 25? Reply with the number only.", expect_any=["42"]),
     Probe(name="capital", prompt="What is the capital of France? Answer in one word.", expect_any=["paris"]),
-    Probe(name="multiplication", prompt="What is 12 times 12? Reply with the number only.",
-          expect_any=["144"]),
-    Probe(name="counting", prompt="Count from 1 to 5, separated by commas.",
-          expect_in_order=["1", "2", "3", "4", "5"]),
+    Probe(name="multiplication", prompt="What is 12 times 12? Reply with the number only.", expect_any=["144"]),
+    Probe(name="counting", prompt="Count from 1 to 5, separated by commas.", expect_in_order=["1", "2", "3", "4", "5"]),
     Probe(name="antonym", prompt="What is the opposite of hot? Answer in one word.", expect_any=["cold"]),
 ]
 
@@ -69,7 +67,7 @@ def repetition_problem(text: str) -> str | None:
             break
         tail = words[-size:]
         repeats = 1
-        while repeats * size + size <= len(words) and words[-(repeats + 1) * size:-repeats * size] == tail:
+        while repeats * size + size <= len(words) and words[-(repeats + 1) * size : -repeats * size] == tail:
             repeats += 1
         if repeats >= 6:
             return f"the ending loops on {' '.join(tail)!r} ({repeats} times)"
@@ -79,10 +77,12 @@ def repetition_problem(text: str) -> str | None:
 def garbled_problem(text: str) -> str | None:
     if not text:
         return None
-    odd = sum(1 for character in text if character == "\ufffd" or (not character.isprintable()
-                                                                    and character not in "\n\t\r"))
-    return f"{odd} of {len(text)} characters are unprintable or replacement characters" \
-        if odd / len(text) > 0.05 else None
+    odd = sum(
+        1 for character in text if character == "\ufffd" or (not character.isprintable() and character not in "\n\t\r")
+    )
+    return (
+        f"{odd} of {len(text)} characters are unprintable or replacement characters" if odd / len(text) > 0.05 else None
+    )
 
 
 def judge(probe: Probe, text: str) -> ProbeResult:
@@ -107,31 +107,69 @@ def judge(probe: Probe, text: str) -> ProbeResult:
     return ProbeResult(name=probe.name, passed=not problems, problems=problems, answer=stripped[:300])
 
 
-async def _ask(endpoint: Endpoint, connection: Connection, probe: Probe, *, kind: EndpointKind, model: str,
-               max_tokens: int, extra_body: dict[str, Any], timeout: float) -> ProbeResult:
-    body = request_body(endpoint=kind, model=model, prompt=probe.prompt, max_tokens=max_tokens,
-                        ignore_eos=False, temperature=0.0, extra_body=extra_body)
+async def _ask(
+    endpoint: Endpoint,
+    connection: Connection,
+    probe: Probe,
+    *,
+    kind: EndpointKind,
+    model: str,
+    max_tokens: int,
+    extra_body: dict[str, Any],
+    timeout: float,
+) -> ProbeResult:
+    body = request_body(
+        endpoint=kind,
+        model=model,
+        prompt=probe.prompt,
+        max_tokens=max_tokens,
+        ignore_eos=False,
+        temperature=0.0,
+        extra_body=extra_body,
+    )
     request = endpoint.request_bytes("POST", PATHS[kind], build_encoder()(body))
     outcome = await stream(connection, request, timeout=timeout, collect_text=True)
     if outcome.error is not None and outcome.error != "the stream ended without any generated text":
-        return ProbeResult(name=probe.name, passed=False, problems=[f"request failed: {outcome.error}"],
-                           answer=outcome.text[:300])
+        return ProbeResult(
+            name=probe.name, passed=False, problems=[f"request failed: {outcome.error}"], answer=outcome.text[:300]
+        )
     return judge(probe, outcome.text)
 
 
-async def run_probes(base_url: str, model: str, *, kind: EndpointKind = "chat", max_tokens: int = 256,
-                     extra_body: dict[str, Any] | None = None, timeout: float = 120.0) -> CorrectnessVerdict:
+async def run_probes(
+    base_url: str,
+    model: str,
+    *,
+    kind: EndpointKind = "chat",
+    max_tokens: int = 256,
+    extra_body: dict[str, Any] | None = None,
+    timeout: float = 120.0,
+) -> CorrectnessVerdict:
     endpoint = Endpoint.parse(base_url)
     connection = Connection(endpoint)
     try:
-        results = [await _ask(endpoint, connection, probe, kind=kind, model=model, max_tokens=max_tokens,
-                              extra_body=dict(extra_body or {}), timeout=timeout) for probe in PROBES]
+        results = [
+            await _ask(
+                endpoint,
+                connection,
+                probe,
+                kind=kind,
+                model=model,
+                max_tokens=max_tokens,
+                extra_body=dict(extra_body or {}),
+                timeout=timeout,
+            )
+            for probe in PROBES
+        ]
     finally:
         connection.close()
     passed = sum(result.passed for result in results)
-    failures = "; ".join(f"{result.name}: {', '.join(result.problems)}"
-                         for result in results if not result.passed)
-    summary = (f"correctness probe passed {passed}/{len(results)}" if passed == len(results)
-               else f"correctness probe FAILED {len(results) - passed}/{len(results)} ({failures})")
-    return CorrectnessVerdict(passed=passed == len(results), passed_count=passed, total=len(results),
-                              results=results, summary=summary)
+    failures = "; ".join(f"{result.name}: {', '.join(result.problems)}" for result in results if not result.passed)
+    summary = (
+        f"correctness probe passed {passed}/{len(results)}"
+        if passed == len(results)
+        else f"correctness probe FAILED {len(results) - passed}/{len(results)} ({failures})"
+    )
+    return CorrectnessVerdict(
+        passed=passed == len(results), passed_count=passed, total=len(results), results=results, summary=summary
+    )

@@ -48,8 +48,17 @@ class _Conn:
 class EpollLevel:
     """Runs ``requests`` with at most ``concurrency`` in flight; ``rate`` (per second) makes arrivals Poisson."""
 
-    def __init__(self, endpoint: Endpoint, requests: Sequence[bytes], *, concurrency: int, rate: float | None,
-                 timeout: float, seed: int, stop: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        requests: Sequence[bytes],
+        *,
+        concurrency: int,
+        rate: float | None,
+        timeout: float,
+        seed: int,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.stop = stop
         family, _, _, _, address = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)[0]
         self.address, self.family, self.where = address, family, f"{endpoint.host}:{endpoint.port}"
@@ -207,8 +216,12 @@ class EpollLevel:
         for conn in [conn for conn in self.conns.values() if conn.index >= 0 and conn.deadline <= now]:
             index, connecting = conn.index, conn.connecting
             self._close(conn)
-            self._fail(index, f"cannot connect to {self.where}: timeout" if connecting
-                       else f"no complete response within {self.timeout:.0f} s")
+            self._fail(
+                index,
+                f"cannot connect to {self.where}: timeout"
+                if connecting
+                else f"no complete response within {self.timeout:.0f} s",
+            )
 
     def _abandon(self) -> None:
         """Stopped from outside: every request not finished fails, so the outcomes stay complete."""
@@ -225,11 +238,19 @@ class EpollLevel:
         conn.sock.close()
 
 
-def run_level_epoll(endpoint: Endpoint, requests: Sequence[bytes], *, concurrency: int, request_rate: float | None,
-                    timeout: float, seed: int = 0, stop: threading.Event | None = None,
-                    ) -> tuple[list[StreamOutcome], float]:
+def run_level_epoll(
+    endpoint: Endpoint,
+    requests: Sequence[bytes],
+    *,
+    concurrency: int,
+    request_rate: float | None,
+    timeout: float,
+    seed: int = 0,
+    stop: threading.Event | None = None,
+) -> tuple[list[StreamOutcome], float]:
     started = time.perf_counter()
-    outcomes = EpollLevel(endpoint, requests, concurrency=concurrency, rate=request_rate, timeout=timeout,
-                          seed=seed, stop=stop).run()
+    outcomes = EpollLevel(
+        endpoint, requests, concurrency=concurrency, rate=request_rate, timeout=timeout, seed=seed, stop=stop
+    ).run()
     finished = max((outcome.finished for outcome in outcomes), default=time.perf_counter())
     return outcomes, max(finished - started, 0.0)

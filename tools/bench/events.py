@@ -47,9 +47,9 @@ def carries_text(payload: bytes) -> bool:
         position = payload.find(key)
         if position >= 0:
             position += len(key)
-            if payload[position:position + 1] == b" ":
+            if payload[position : position + 1] == b" ":
                 position += 1
-            if payload[position:position + 1] == b'"' and payload[position + 1:position + 2] != b'"':
+            if payload[position : position + 1] == b'"' and payload[position + 1 : position + 2] != b'"':
                 return True
     return False
 
@@ -90,9 +90,13 @@ class EventSink:
         if end < 0:
             self.pending = buffer
             return
-        complete, self.pending = buffer[:end], buffer[end + 2:]
-        if not self.decode_all and b'"usage":{' not in complete and b'"usage": {' not in complete \
-                and b'"error"' not in complete:
+        complete, self.pending = buffer[:end], buffer[end + 2 :]
+        if (
+            not self.decode_all
+            and b'"usage":{' not in complete
+            and b'"usage": {' not in complete
+            and b'"error"' not in complete
+        ):
             self._count(now, count_text_events(complete))
             return
         for payload in data_payloads(complete):

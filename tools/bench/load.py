@@ -22,8 +22,9 @@ from tools.bench.client import Connection, Endpoint, StreamOutcome, stream
 from tools.bench.engine import run_level_epoll
 
 
-async def _fixed_concurrency(endpoint: Endpoint, requests: Sequence[bytes], concurrency: int,
-                             timeout: float) -> list[StreamOutcome]:
+async def _fixed_concurrency(
+    endpoint: Endpoint, requests: Sequence[bytes], concurrency: int, timeout: float
+) -> list[StreamOutcome]:
     outcomes: list[StreamOutcome | None] = [None] * len(requests)
     next_index = 0
 
@@ -42,8 +43,9 @@ async def _fixed_concurrency(endpoint: Endpoint, requests: Sequence[bytes], conc
     return [outcome for outcome in outcomes if outcome is not None]
 
 
-async def _poisson(endpoint: Endpoint, requests: Sequence[bytes], concurrency: int, rate: float,
-                   timeout: float, seed: int) -> list[StreamOutcome]:
+async def _poisson(
+    endpoint: Endpoint, requests: Sequence[bytes], concurrency: int, rate: float, timeout: float, seed: int
+) -> list[StreamOutcome]:
     rng = random.Random(seed)
     limit = asyncio.Semaphore(max(1, concurrency))
     idle: list[Connection] = []
@@ -69,9 +71,16 @@ async def _poisson(endpoint: Endpoint, requests: Sequence[bytes], concurrency: i
 IoEngine = Literal["auto", "epoll", "asyncio"]
 
 
-async def run_level(endpoint: Endpoint, requests: Sequence[bytes], *, concurrency: int,
-                    request_rate: float | None, timeout: float, seed: int = 0,
-                    engine: IoEngine = "auto") -> tuple[list[StreamOutcome], float]:
+async def run_level(
+    endpoint: Endpoint,
+    requests: Sequence[bytes],
+    *,
+    concurrency: int,
+    request_rate: float | None,
+    timeout: float,
+    seed: int = 0,
+    engine: IoEngine = "auto",
+) -> tuple[list[StreamOutcome], float]:
     """Run the requests; returns the outcomes and the wall time from first send to last finish.
 
     ``auto`` uses the bare epoll loop (:mod:`tools.bench.engine`) for plain HTTP on Linux, in a worker
@@ -81,8 +90,16 @@ async def run_level(endpoint: Endpoint, requests: Sequence[bytes], *, concurrenc
     if use_epoll:
         stop = threading.Event()
         try:
-            return await asyncio.to_thread(run_level_epoll, endpoint, requests, concurrency=concurrency,
-                                           request_rate=request_rate, timeout=timeout, seed=seed, stop=stop)
+            return await asyncio.to_thread(
+                run_level_epoll,
+                endpoint,
+                requests,
+                concurrency=concurrency,
+                request_rate=request_rate,
+                timeout=timeout,
+                seed=seed,
+                stop=stop,
+            )
         except asyncio.CancelledError:
             stop.set()
             raise

@@ -31,20 +31,27 @@ def engine_config(state: ToolState, base_url: str) -> dict[str, Any]:
     return {**record.config, "engine_process": record.name, "base_url": base_url}
 
 
-def record_benchmark(state: ToolState, run: BenchRun, *, label: str,
-                     correctness: CorrectnessVerdict | None) -> BenchmarkRecord:
+def record_benchmark(
+    state: ToolState, run: BenchRun, *, label: str, correctness: CorrectnessVerdict | None
+) -> BenchmarkRecord:
     params = run.params
     metrics: dict[str, Any] = {
         "client": run.client,
-        "endpoint": params.endpoint, "input_len": params.input_len, "output_len": params.output_len,
-        "request_rate": params.request_rate, "ignore_eos": params.ignore_eos,
+        "endpoint": params.endpoint,
+        "input_len": params.input_len,
+        "output_len": params.output_len,
+        "request_rate": params.request_rate,
+        "ignore_eos": params.ignore_eos,
         "levels": [level.model_dump(mode="json") for level in run.levels],
     }
     if correctness is not None:
         metrics["correctness"] = {"passed": correctness.passed, "summary": correctness.summary}
-    record = BenchmarkRecord(id=state.next_id("bench", [item.id for item in state.benchmarks]),
-                             label=label or default_label(run),
-                             engine_config=engine_config(state, params.base_url), metrics=metrics)
+    record = BenchmarkRecord(
+        id=state.next_id("bench", [item.id for item in state.benchmarks]),
+        label=label or default_label(run),
+        engine_config=engine_config(state, params.base_url),
+        metrics=metrics,
+    )
     state.benchmarks.append(record)
     return record
 
@@ -57,12 +64,18 @@ def default_label(run: BenchRun) -> str:
 
 
 def record_correctness(state: ToolState, verdict: CorrectnessVerdict, base_url: str) -> None:
-    evidence = [f"{result.name}: {result.answer[:120]!r} {'; '.join(result.problems)}".strip()
-                for result in verdict.results if not result.passed]
+    evidence = [
+        f"{result.name}: {result.answer[:120]!r} {'; '.join(result.problems)}".strip()
+        for result in verdict.results
+        if not result.passed
+    ]
     config = engine_config(state, base_url)
     where = config.get("engine_process", base_url)
     if verdict.passed:
         state.add_finding(f"{verdict.summary} on {where}")
     else:
-        state.add_finding(f"{verdict.summary} on {where}: output is wrong or garbled, so this "
-                          "configuration's throughput does not count", evidence=evidence)
+        state.add_finding(
+            f"{verdict.summary} on {where}: output is wrong or garbled, so this "
+            "configuration's throughput does not count",
+            evidence=evidence,
+        )

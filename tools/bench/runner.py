@@ -22,24 +22,28 @@ class BenchParams(ToolArgs):
     base_url: str = Field(description="Scheme, host and port of the server, e.g. http://127.0.0.1:30000")
     model: str = Field(description="Model name as served (the id in GET /v1/models)")
     endpoint: EndpointKind = "chat"
-    concurrency: list[int] = Field(default_factory=lambda: [1],
-                                   description="Levels to sweep, e.g. [1, 8, 64]")
-    num_prompts: int | None = Field(default=None, ge=1,
-                                    description="Requests per level; default max(10, 5 x concurrency)")
+    concurrency: list[int] = Field(default_factory=lambda: [1], description="Levels to sweep, e.g. [1, 8, 64]")
+    num_prompts: int | None = Field(
+        default=None, ge=1, description="Requests per level; default max(10, 5 x concurrency)"
+    )
     input_len: int = Field(default=1024, ge=1, le=1_000_000, description="Prompt length, in tokens")
     output_len: int = Field(default=256, ge=1, le=1_000_000, description="Output length, in tokens")
-    request_rate: float | None = Field(default=None, gt=0,
-                                       description="Poisson arrivals per second; default: back to back")
+    request_rate: float | None = Field(
+        default=None, gt=0, description="Poisson arrivals per second; default: back to back"
+    )
     ignore_eos: bool = True
     temperature: float = Field(default=0.0, ge=0.0)
     prompt_style: PromptStyle = "words"
     extra_body: dict[str, Any] = Field(
-        default_factory=dict, description="Merged into every request body (e.g. chat_template_kwargs)")
+        default_factory=dict, description="Merged into every request body (e.g. chat_template_kwargs)"
+    )
     warmup_requests: int = Field(default=1, ge=0, le=100)
     request_timeout_seconds: float = Field(default=600.0, gt=0, description="Limit for one request")
     seed: int = 0
-    io_engine: IoEngine = Field(default="auto", description="Client I/O: 'auto' (epoll for plain HTTP on Linux, "
-                                "the leanest), 'epoll' or 'asyncio'")
+    io_engine: IoEngine = Field(
+        default="auto",
+        description="Client I/O: 'auto' (epoll for plain HTTP on Linux, the leanest), 'epoll' or 'asyncio'",
+    )
 
     @field_validator("concurrency")
     @classmethod
@@ -80,26 +84,49 @@ async def run_sweep(params: BenchParams) -> BenchRun:
         return endpoint.request_bytes("POST", path, body)
 
     def make(count: int, seed: int, output_len: int) -> list[bytes]:
-        return build_requests(count=count, endpoint=params.endpoint, model=params.model,
-                              input_len=params.input_len, output_len=output_len, style=params.prompt_style,
-                              ignore_eos=params.ignore_eos, temperature=params.temperature,
-                              extra_body=params.extra_body, seed=seed, encode=encode, frame=frame)
+        return build_requests(
+            count=count,
+            endpoint=params.endpoint,
+            model=params.model,
+            input_len=params.input_len,
+            output_len=output_len,
+            style=params.prompt_style,
+            ignore_eos=params.ignore_eos,
+            temperature=params.temperature,
+            extra_body=params.extra_body,
+            seed=seed,
+            encode=encode,
+            frame=frame,
+        )
 
     if params.warmup_requests:
-        await _warm_up(endpoint, make(params.warmup_requests, params.seed - 1, min(params.output_len, 16)),
-                       params.request_timeout_seconds)
+        await _warm_up(
+            endpoint,
+            make(params.warmup_requests, params.seed - 1, min(params.output_len, 16)),
+            params.request_timeout_seconds,
+        )
     reports = []
     for number, concurrency in enumerate(params.concurrency):
         count, seed = params.requests_for(concurrency), params.seed + 1000 * (number + 1)
         requests = make(count, seed, params.output_len)
         before = await read_metrics(endpoint)
-        outcomes, duration = await run_level(endpoint, requests, concurrency=concurrency,
-                                             request_rate=params.request_rate,
-                                             timeout=params.request_timeout_seconds, seed=params.seed + number,
-                                             engine=params.io_engine)
+        outcomes, duration = await run_level(
+            endpoint,
+            requests,
+            concurrency=concurrency,
+            request_rate=params.request_rate,
+            timeout=params.request_timeout_seconds,
+            seed=params.seed + number,
+            engine=params.io_engine,
+        )
         spec = await acceptance(endpoint, before)
-        level = summarize(outcomes, concurrency=concurrency, request_rate=params.request_rate,
-                          duration_seconds=duration, expected_input_tokens=params.input_len)
+        level = summarize(
+            outcomes,
+            concurrency=concurrency,
+            request_rate=params.request_rate,
+            duration_seconds=duration,
+            expected_input_tokens=params.input_len,
+        )
         reports.append(LevelReport(**level.model_dump(), spec=spec))
     return BenchRun(params=params, levels=reports)
 

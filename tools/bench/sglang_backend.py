@@ -25,18 +25,41 @@ class BenchOutputError(Exception):
     """bench_serving wrote no parsable result."""
 
 
-def build_command(engine_python: str, params: BenchParams, concurrency: int, output_file: Path,
-                  tokenizer: str | None) -> list[str]:
+def build_command(
+    engine_python: str, params: BenchParams, concurrency: int, output_file: Path, tokenizer: str | None
+) -> list[str]:
     backend = "sglang-oai-chat" if params.endpoint == "chat" else "sglang-oai"
-    argv = [engine_python, "-m", "sglang.bench_serving", "--backend", backend,
-            "--base-url", params.base_url.rstrip("/"), "--model", params.model,
-            "--dataset-name", "random-ids",
-            "--random-input-len", str(params.input_len), "--random-output-len", str(params.output_len),
-            "--random-range-ratio", "1.0",
-            "--num-prompts", str(params.requests_for(concurrency)), "--max-concurrency", str(concurrency),
-            "--request-rate", "inf" if params.request_rate is None else repr(params.request_rate),
-            "--seed", str(params.seed), "--warmup-requests", str(params.warmup_requests),
-            "--output-file", str(output_file)]
+    argv = [
+        engine_python,
+        "-m",
+        "sglang.bench_serving",
+        "--backend",
+        backend,
+        "--base-url",
+        params.base_url.rstrip("/"),
+        "--model",
+        params.model,
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(params.input_len),
+        "--random-output-len",
+        str(params.output_len),
+        "--random-range-ratio",
+        "1.0",
+        "--num-prompts",
+        str(params.requests_for(concurrency)),
+        "--max-concurrency",
+        str(concurrency),
+        "--request-rate",
+        "inf" if params.request_rate is None else repr(params.request_rate),
+        "--seed",
+        str(params.seed),
+        "--warmup-requests",
+        str(params.warmup_requests),
+        "--output-file",
+        str(output_file),
+    ]
     if tokenizer:
         argv += ["--tokenizer", tokenizer]
     if params.extra_body:
@@ -66,8 +89,11 @@ def parse_record(record: dict[str, Any], num_requests: int) -> LevelReport:
     accept = _number(record, "accept_length")
     errors = [message for message in record.get("errors") or [] if message]
     return LevelReport(
-        concurrency=int(record.get("max_concurrency") or 0), request_rate=rate, num_requests=num_requests,
-        completed=completed, failed=max(num_requests - completed, 0),
+        concurrency=int(record.get("max_concurrency") or 0),
+        request_rate=rate,
+        num_requests=num_requests,
+        completed=completed,
+        failed=max(num_requests - completed, 0),
         duration_seconds=_number(record, "duration") or 0.0,
         request_throughput=_number(record, "request_throughput") or 0.0,
         input_tokens=int(record.get("total_input_tokens") or 0),
@@ -75,12 +101,20 @@ def parse_record(record: dict[str, Any], num_requests: int) -> LevelReport:
         output_throughput=_number(record, "output_throughput") or 0.0,
         total_throughput=_number(record, "total_throughput") or 0.0,
         token_counts_from="sglang.bench_serving",
-        ttft_ms=_distribution(record, "ttft"), itl_ms=_distribution(record, "itl"),
-        tpot_ms=_distribution(record, "tpot"), e2e_ms=_distribution(record, "e2e_latency"),
+        ttft_ms=_distribution(record, "ttft"),
+        itl_ms=_distribution(record, "itl"),
+        tpot_ms=_distribution(record, "tpot"),
+        e2e_ms=_distribution(record, "e2e_latency"),
         errors=[ErrorCount(message=str(message)[:500], count=1) for message in errors[:10]],
-        spec=SpecAcceptance(source="server_info", accept_length=accept, per_run=False,
-                            note="bench_serving reports the server's cumulative value since start")
-        if accept is not None and accept > 0 else None)
+        spec=SpecAcceptance(
+            source="server_info",
+            accept_length=accept,
+            per_run=False,
+            note="bench_serving reports the server's cumulative value since start",
+        )
+        if accept is not None and accept > 0
+        else None,
+    )
 
 
 def last_record(text: str) -> dict[str, Any]:

@@ -85,8 +85,11 @@ def _split_labels(text: str) -> list[str]:
 
 def _total(samples: list[Sample], name: str) -> float | None:
     """Sum over series, one per DP rank: SGLang repeats scheduler series per TP rank, so keep rank 0."""
-    values = [value for sample_name, labels, value in samples if sample_name == name
-              and labels.get("tp_rank", "0") == "0" and labels.get("pp_rank", "0") == "0"]
+    values = [
+        value
+        for sample_name, labels, value in samples
+        if sample_name == name and labels.get("tp_rank", "0") == "0" and labels.get("pp_rank", "0") == "0"
+    ]
     return sum(values) if values else None
 
 
@@ -105,8 +108,12 @@ def from_metrics(before: list[Sample], after: list[Sample]) -> SpecAcceptance | 
     accepted = _delta(before, after, VLLM_ACCEPTED)
     if drafts and accepted is not None:
         draft_tokens = _delta(before, after, VLLM_DRAFT_TOKENS)
-        return SpecAcceptance(source="vllm_counters", accept_length=1.0 + accepted / drafts,
-                              accept_rate=accepted / draft_tokens if draft_tokens else None, per_run=True)
+        return SpecAcceptance(
+            source="vllm_counters",
+            accept_length=1.0 + accepted / drafts,
+            accept_rate=accepted / draft_tokens if draft_tokens else None,
+            per_run=True,
+        )
     verifies = _delta(before, after, SGLANG_VERIFY)
     tokens = _delta(before, after, SGLANG_TOKENS)
     if verifies and tokens is not None:
@@ -116,9 +123,13 @@ def from_metrics(before: list[Sample], after: list[Sample]) -> SpecAcceptance | 
         return SpecAcceptance(source="sglang_counters", accept_length=length, accept_rate=rate, per_run=True)
     gauge_length, gauge_rate = _mean(after, SGLANG_LENGTH), _mean(after, SGLANG_RATE)
     if gauge_length is not None and gauge_length > 0:
-        return SpecAcceptance(source="sglang_gauges", accept_length=gauge_length, accept_rate=gauge_rate,
-                              per_run=False,
-                              note="value of the server's last logging window, not exact for this run")
+        return SpecAcceptance(
+            source="sglang_gauges",
+            accept_length=gauge_length,
+            accept_rate=gauge_rate,
+            per_run=False,
+            note="value of the server's last logging window, not exact for this run",
+        )
     return None
 
 
@@ -134,8 +145,11 @@ def from_server_info(body: bytes) -> SpecAcceptance | None:
     if not isinstance(value, int | float) or value <= 0:
         return None
     return SpecAcceptance(
-        source="server_info", accept_length=float(value), per_run=False,
-        note="cumulative since the server started (internal_states[0].avg_spec_accept_length)")
+        source="server_info",
+        accept_length=float(value),
+        per_run=False,
+        note="cumulative since the server started (internal_states[0].avg_spec_accept_length)",
+    )
 
 
 async def read_metrics(endpoint: Endpoint) -> list[Sample] | None:

@@ -68,12 +68,23 @@ def distribution_ms(seconds: Sequence[float]) -> Distribution:
     if not seconds:
         return Distribution()
     values = sorted(value * 1000.0 for value in seconds)
-    return Distribution(mean=sum(values) / len(values), median=percentile(values, 0.5),
-                        p90=percentile(values, 0.9), p99=percentile(values, 0.99), count=len(values))
+    return Distribution(
+        mean=sum(values) / len(values),
+        median=percentile(values, 0.5),
+        p90=percentile(values, 0.9),
+        p99=percentile(values, 0.99),
+        count=len(values),
+    )
 
 
-def summarize(outcomes: Sequence[StreamOutcome], *, concurrency: int, request_rate: float | None,
-              duration_seconds: float, expected_input_tokens: int) -> LevelResult:
+def summarize(
+    outcomes: Sequence[StreamOutcome],
+    *,
+    concurrency: int,
+    request_rate: float | None,
+    duration_seconds: float,
+    expected_input_tokens: int,
+) -> LevelResult:
     """Aggregate one level. Failed requests count only in ``failed`` and ``errors``."""
     good = [outcome for outcome in outcomes if outcome.ok]
     from_usage = bool(good) and all(outcome.completion_tokens is not None for outcome in good)
@@ -81,8 +92,11 @@ def summarize(outcomes: Sequence[StreamOutcome], *, concurrency: int, request_ra
     input_tokens = output_tokens = 0
     for outcome in good:
         assert outcome.first_token is not None
-        produced = outcome.completion_tokens if from_usage and outcome.completion_tokens is not None \
+        produced = (
+            outcome.completion_tokens
+            if from_usage and outcome.completion_tokens is not None
             else outcome.content_events
+        )
         output_tokens += produced
         input_tokens += outcome.prompt_tokens if outcome.prompt_tokens is not None else expected_input_tokens
         ttft = outcome.first_token - outcome.started
@@ -95,11 +109,21 @@ def summarize(outcomes: Sequence[StreamOutcome], *, concurrency: int, request_ra
     errors = Counter(outcome.error or "unknown error" for outcome in outcomes if not outcome.ok)
     duration = max(duration_seconds, 1e-9)
     return LevelResult(
-        concurrency=concurrency, request_rate=request_rate, num_requests=len(outcomes), completed=len(good),
-        failed=len(outcomes) - len(good), duration_seconds=duration_seconds, request_throughput=len(good) / duration,
-        input_tokens=input_tokens, output_tokens=output_tokens, output_throughput=output_tokens / duration,
+        concurrency=concurrency,
+        request_rate=request_rate,
+        num_requests=len(outcomes),
+        completed=len(good),
+        failed=len(outcomes) - len(good),
+        duration_seconds=duration_seconds,
+        request_throughput=len(good) / duration,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        output_throughput=output_tokens / duration,
         total_throughput=(input_tokens + output_tokens) / duration,
         token_counts_from="usage" if from_usage else "events",
-        ttft_ms=distribution_ms(ttfts), itl_ms=distribution_ms(itls), tpot_ms=distribution_ms(tpots),
+        ttft_ms=distribution_ms(ttfts),
+        itl_ms=distribution_ms(itls),
+        tpot_ms=distribution_ms(tpots),
         e2e_ms=distribution_ms(e2es),
-        errors=[ErrorCount(message=message, count=count) for message, count in errors.most_common(10)])
+        errors=[ErrorCount(message=message, count=count) for message, count in errors.most_common(10)],
+    )

@@ -19,7 +19,8 @@ from tools.bench.stats import Distribution
 
 class RunBenchArgs(BenchParams):
     backend: Literal["opsloop", "sglang"] = Field(
-        default="opsloop", description="'sglang' runs sglang.bench_serving in the engine environment instead")
+        default="opsloop", description="'sglang' runs sglang.bench_serving in the engine environment instead"
+    )
     label: str = Field(default="", description="Short name for this run in the state (default: derived)")
     correctness_probe: bool = Field(default=True, description="Check answers are sane before the load")
     tokenizer: str | None = Field(default=None, description="Local tokenizer dir for the sglang backend")
@@ -45,15 +46,25 @@ class LevelSummary(BaseModel):
     @classmethod
     def of(cls, level: LevelReport) -> LevelSummary:
         def ms(distribution: Distribution) -> dict[str, float | None]:
-            return {key: None if value is None else round(value, 2)
-                    for key, value in distribution.model_dump(exclude={"count"}).items()}
+            return {
+                key: None if value is None else round(value, 2)
+                for key, value in distribution.model_dump(exclude={"count"}).items()
+            }
 
-        return cls(concurrency=level.concurrency, completed=level.completed, failed=level.failed,
-                   req_per_s=round(level.request_throughput, 3), output_tok_per_s=round(level.output_throughput, 1),
-                   total_tok_per_s=round(level.total_throughput, 1), ttft_ms=ms(level.ttft_ms),
-                   itl_ms=ms(level.itl_ms), tpot_ms=ms(level.tpot_ms), e2e_ms=ms(level.e2e_ms),
-                   spec=level.spec.model_dump(exclude_none=True) if level.spec is not None else None,
-                   errors=[f"{error.count}x {error.message}" for error in level.errors])
+        return cls(
+            concurrency=level.concurrency,
+            completed=level.completed,
+            failed=level.failed,
+            req_per_s=round(level.request_throughput, 3),
+            output_tok_per_s=round(level.output_throughput, 1),
+            total_tok_per_s=round(level.total_throughput, 1),
+            ttft_ms=ms(level.ttft_ms),
+            itl_ms=ms(level.itl_ms),
+            tpot_ms=ms(level.tpot_ms),
+            e2e_ms=ms(level.e2e_ms),
+            spec=level.spec.model_dump(exclude_none=True) if level.spec is not None else None,
+            errors=[f"{error.count}x {error.message}" for error in level.errors],
+        )
 
 
 class RunBenchOutput(ToolOutput):
@@ -76,8 +87,12 @@ def _run_sglang(args: RunBenchArgs, context: ToolContext) -> BenchRun:
     for concurrency in args.concurrency:
         argv = sglang_backend.build_command(python, args, concurrency, output_file, tokenizer)
         context.progress(f"sglang.bench_serving at concurrency {concurrency}")
-        result = context.host.run(context.host.translate(argv), timeout=max(deadline - time.monotonic(), 1.0),
-                                  env=dict(sglang_backend.OFFLINE_ENV), cwd=context.outputs_dir)
+        result = context.host.run(
+            context.host.translate(argv),
+            timeout=max(deadline - time.monotonic(), 1.0),
+            env=dict(sglang_backend.OFFLINE_ENV),
+            cwd=context.outputs_dir,
+        )
         if result.timed_out or result.exit_code != 0:
             tail = (result.stderr or result.stdout)[-1500:]
             why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
@@ -93,11 +108,13 @@ def _run_sglang(args: RunBenchArgs, context: ToolContext) -> BenchRun:
 
 class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
     name = "run_bench"
-    description = ("Benchmark an OpenAI-compatible server with synthetic prompts: a sweep over concurrency "
-                   "levels (or a Poisson request rate), reporting req/s, output and total tok/s, TTFT, ITL, "
-                   "TPOT, E2E (mean/median/p90/p99), errors, and speculative acceptance from the server's "
-                   "metrics. Runs a correctness probe first. The result is stored in state.benchmarks with "
-                   "the engine config.")
+    description = (
+        "Benchmark an OpenAI-compatible server with synthetic prompts: a sweep over concurrency "
+        "levels (or a Poisson request rate), reporting req/s, output and total tok/s, TTFT, ITL, "
+        "TPOT, E2E (mean/median/p90/p99), errors, and speculative acceptance from the server's "
+        "metrics. Runs a correctness probe first. The result is stored in state.benchmarks with "
+        "the engine config."
+    )
     args_model = RunBenchArgs
     output_model = RunBenchOutput
 
@@ -118,8 +135,10 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
             try:
                 run = asyncio.run(asyncio.wait_for(run_sweep(params), args.timeout_seconds))
             except TimeoutError:
-                raise ToolError(f"the sweep did not finish within {args.timeout_seconds:.0f} s; lower num_prompts "
-                                "or output_len, or raise timeout_seconds") from None
+                raise ToolError(
+                    f"the sweep did not finish within {args.timeout_seconds:.0f} s; lower num_prompts "
+                    "or output_len, or raise timeout_seconds"
+                ) from None
         record = record_benchmark(context.state, run, label=args.label, correctness=verdict)
         context.checkpoint()
         warnings = []
@@ -128,16 +147,20 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
         for level in run.levels:
             if level.completed == 0:
                 warnings.append(f"concurrency {level.concurrency}: every request failed")
-        return RunBenchOutput(benchmark_id=record.id, client=run.client,
-                              levels=[LevelSummary.of(level) for level in run.levels],
-                              correctness=verdict.summary if verdict else None, warnings=warnings)
+        return RunBenchOutput(
+            benchmark_id=record.id,
+            client=run.client,
+            levels=[LevelSummary.of(level) for level in run.levels],
+            correctness=verdict.summary if verdict else None,
+            warnings=warnings,
+        )
 
 
-def _probe(base_url: str, model: str, kind: EndpointKind, extra_body: dict[str, Any],
-           max_tokens: int) -> CorrectnessVerdict:
+def _probe(
+    base_url: str, model: str, kind: EndpointKind, extra_body: dict[str, Any], max_tokens: int
+) -> CorrectnessVerdict:
     try:
-        return asyncio.run(run_probes(base_url, model, kind=kind, max_tokens=max_tokens,
-                                      extra_body=extra_body))
+        return asyncio.run(run_probes(base_url, model, kind=kind, max_tokens=max_tokens, extra_body=extra_body))
     except ValueError as error:
         raise ToolError(str(error)) from None
 
@@ -147,8 +170,9 @@ class CheckCorrectnessArgs(ToolArgs):
     model: str = Field(description="Model name as served")
     endpoint: EndpointKind = "chat"
     max_tokens: int = Field(default=256, ge=8, le=8192)
-    extra_body: dict[str, Any] = Field(default_factory=dict,
-                                       description="Merged into each request, e.g. to turn thinking off")
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="Merged into each request, e.g. to turn thinking off"
+    )
 
 
 class CheckCorrectnessOutput(ToolOutput):
@@ -157,9 +181,11 @@ class CheckCorrectnessOutput(ToolOutput):
 
 class CheckCorrectnessTool(Tool[CheckCorrectnessArgs, CheckCorrectnessOutput]):
     name = "check_correctness"
-    description = ("Ask the server a few fixed questions with greedy decoding and check the answers are "
-                   "sane (not empty, no repetition loop, not garbled, the right fact). Run it after every "
-                   "bring-up or config change: a fast but garbled configuration must not count.")
+    description = (
+        "Ask the server a few fixed questions with greedy decoding and check the answers are "
+        "sane (not empty, no repetition loop, not garbled, the right fact). Run it after every "
+        "bring-up or config change: a fast but garbled configuration must not count."
+    )
     args_model = CheckCorrectnessArgs
     output_model = CheckCorrectnessOutput
     timeout_seconds = 900.0

@@ -45,7 +45,7 @@ class ResponseParser:
         if self._chunked:
             return self._feed_chunked(data)
         if self._remaining >= 0:
-            piece = data[:self._remaining]
+            piece = data[: self._remaining]
             self._remaining -= len(piece)
             if self._remaining == 0:
                 self.complete = True
@@ -67,7 +67,7 @@ class ResponseParser:
             if len(self._head) > MAX_HEADER_BYTES:
                 raise WireError("response headers exceed 64 KiB")
             return b""
-        head, rest = self._head[:end], self._head[end + 4:]
+        head, rest = self._head[:end], self._head[end + 4 :]
         self._head = b""
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
@@ -103,7 +103,7 @@ class ResponseParser:
             if line_end > 0 and b";" not in data[:line_end]:
                 size = int(data[:line_end], 16)
                 if size and len(data) == line_end + size + 4 and data.endswith(b"\r\n"):
-                    return data[line_end + 2:line_end + 2 + size]
+                    return data[line_end + 2 : line_end + 2 + size]
         pieces: list[bytes] = []
         position, size = 0, len(data)
         while position < size:
@@ -141,8 +141,9 @@ def data_payloads(complete: bytes) -> list[bytes]:
         if event.startswith(b"data:") and b"\n" not in event:
             payloads.append(event[6:] if event[5:6] == b" " else event[5:])
         elif event:
-            data_lines = [line[6:] if line[5:6] == b" " else line[5:]
-                          for line in event.split(b"\n") if line.startswith(b"data:")]
+            data_lines = [
+                line[6:] if line[5:6] == b" " else line[5:] for line in event.split(b"\n") if line.startswith(b"data:")
+            ]
             if data_lines:
                 payloads.append(b"\n".join(data_lines))
     return payloads
@@ -170,7 +171,7 @@ class SseSplitter:
         if end < 0:
             self._buffer = buffer
             return b""
-        self._buffer = buffer[end + 2:]
+        self._buffer = buffer[end + 2 :]
         return buffer[:end]
 
     def feed(self, piece: bytes) -> list[bytes]:

@@ -34,12 +34,14 @@ class TrainDrafterArgs(ToolArgs):
     draft_model_config: str | None = Field(default=None, description="Draft config JSON (needed for export)")
     stages: list[Stage] = Field(default_factory=lambda: list(STAGE_ORDER))
     specforge_dir: str | None = Field(default=None, description="SpecForge source checkout (for scripts/)")
-    specforge_python: str | None = Field(default=None, description="Python of the SpecForge environment; "
-                                         "default: the engine environment's")
+    specforge_python: str | None = Field(
+        default=None, description="Python of the SpecForge environment; default: the engine environment's"
+    )
     input_data_path: str | None = Field(default=None, description="Conversations JSONL to regenerate")
     train_data_path: str | None = Field(default=None, description="Training data when not regenerating")
-    target_server: str | None = Field(default=None, description="host:port of the running target; "
-                                      "default: the live engine")
+    target_server: str | None = Field(
+        default=None, description="host:port of the running target; default: the live engine"
+    )
     served_model_name: str | None = Field(default=None, description="Model name the server answers to")
     regenerate_concurrency: int = Field(default=64, ge=1)
     regenerate_max_tokens: int = Field(default=4096, ge=1)
@@ -127,11 +129,15 @@ def to_yaml(document: dict[str, Any], indent: int = 0) -> str:
     return "\n".join(line for line in lines if line) + "\n"
 
 
-def run_config(args: TrainDrafterArgs, *, run_id: str, output_dir: Path, train_data: str,
-               capture_urls: list[str]) -> dict[str, Any]:
+def run_config(
+    args: TrainDrafterArgs, *, run_id: str, output_dir: Path, train_data: str, capture_urls: list[str]
+) -> dict[str, Any]:
     """The ``specforge train`` run config (the sections of SpecForge's ``specforge/config/schema.py``)."""
-    model: dict[str, Any] = {"target_model_path": args.target_model_path, "target_backend": "sglang",
-                             "torch_dtype": "bfloat16"}
+    model: dict[str, Any] = {
+        "target_model_path": args.target_model_path,
+        "target_backend": "sglang",
+        "torch_dtype": "bfloat16",
+    }
     if args.draft_model_config:
         model["draft_model_config"] = args.draft_model_config
     if args.vocab_mapping_path:
@@ -139,45 +145,94 @@ def run_config(args: TrainDrafterArgs, *, run_id: str, output_dir: Path, train_d
     data: dict[str, Any] = {"train_data_path": train_data, "max_length": args.max_length}
     if args.chat_template:
         data["chat_template"] = args.chat_template
-    training: dict[str, Any] = {"strategy": "eagle3", "num_epochs": args.num_epochs, "batch_size": args.batch_size,
-                                "learning_rate": args.learning_rate, "ttt_length": args.ttt_length,
-                                "tp_size": args.tp_size, "log_interval": args.log_interval,
-                                "save_interval": args.save_interval}
+    training: dict[str, Any] = {
+        "strategy": "eagle3",
+        "num_epochs": args.num_epochs,
+        "batch_size": args.batch_size,
+        "learning_rate": args.learning_rate,
+        "ttt_length": args.ttt_length,
+        "tp_size": args.tp_size,
+        "log_interval": args.log_interval,
+        "save_interval": args.save_interval,
+    }
     if args.max_steps:
         training["max_steps"] = args.max_steps
-    deployment: dict[str, Any] = {"mode": args.deployment_mode,
-                                  "trainer": {"nnodes": 1, "nproc_per_node": args.nproc_per_node}}
+    deployment: dict[str, Any] = {
+        "mode": args.deployment_mode,
+        "trainer": {"nnodes": 1, "nproc_per_node": args.nproc_per_node},
+    }
     if args.deployment_mode == "disaggregated":
         deployment["disaggregated"] = {
-            "control_dir": str(output_dir / "control"), "consumer_state_dir": str(output_dir / "consumer-state"),
-            "backend": "mooncake", "server_urls": capture_urls,
+            "control_dir": str(output_dir / "control"),
+            "consumer_state_dir": str(output_dir / "consumer-state"),
+            "backend": "mooncake",
+            "server_urls": capture_urls,
             "mooncake_metadata_server": "http://127.0.0.1:35880/metadata",
-            "mooncake_master_server_addr": "127.0.0.1:35551", "mooncake_protocol": "tcp"}
-    config = {"model": model, "data": data, "training": training, "run_id": run_id,
-              "output_dir": str(output_dir), "deployment": deployment}
+            "mooncake_master_server_addr": "127.0.0.1:35551",
+            "mooncake_protocol": "tcp",
+        }
+    config = {
+        "model": model,
+        "data": data,
+        "training": training,
+        "run_id": run_id,
+        "output_dir": str(output_dir),
+        "deployment": deployment,
+    }
     return merge(config, args.extra_config)
 
 
-def stage_commands(args: TrainDrafterArgs, *, python: str, output_dir: Path, config_path: Path,
-                   regenerated: Path, target_server: str | None, checkpoint: Path,
-                   export_dir: Path) -> dict[Stage, tuple[list[str], str | None]]:
+def stage_commands(
+    args: TrainDrafterArgs,
+    *,
+    python: str,
+    output_dir: Path,
+    config_path: Path,
+    regenerated: Path,
+    target_server: str | None,
+    checkpoint: Path,
+    export_dir: Path,
+) -> dict[Stage, tuple[list[str], str | None]]:
     """The real command line (and working directory) of each stage."""
     specforge = str(Path(python).parent / "specforge")
     commands: dict[Stage, tuple[list[str], str | None]] = {}
     if args.specforge_dir and args.input_data_path and target_server:
         script = str(Path(args.specforge_dir) / "scripts" / "regenerate_train_data.py")
-        regenerate = [python, script, "--model", args.served_model_name or args.target_model_path,
-                      "--server-address", target_server, "--input-file-path", args.input_data_path,
-                      "--output-file-path", str(regenerated), "--concurrency", str(args.regenerate_concurrency),
-                      "--max-tokens", str(args.regenerate_max_tokens),
-                      "--temperature", yaml_scalar(args.regenerate_temperature)]
+        regenerate = [
+            python,
+            script,
+            "--model",
+            args.served_model_name or args.target_model_path,
+            "--server-address",
+            target_server,
+            "--input-file-path",
+            args.input_data_path,
+            "--output-file-path",
+            str(regenerated),
+            "--concurrency",
+            str(args.regenerate_concurrency),
+            "--max-tokens",
+            str(args.regenerate_max_tokens),
+            "--temperature",
+            yaml_scalar(args.regenerate_temperature),
+        ]
         if args.num_samples:
             regenerate += ["--num-samples", str(args.num_samples)]
         commands["regenerate"] = (regenerate, args.specforge_dir)
     commands["train"] = ([specforge, "train", "--config", str(config_path)], str(output_dir))
     if args.draft_model_config:
-        export = [specforge, "export", "--to", "sglang", "--checkpoint", str(checkpoint),
-                  "--draft-config", args.draft_model_config, "--output-dir", str(export_dir)]
+        export = [
+            specforge,
+            "export",
+            "--to",
+            "sglang",
+            "--checkpoint",
+            str(checkpoint),
+            "--draft-config",
+            args.draft_model_config,
+            "--output-dir",
+            str(export_dir),
+        ]
         if args.vocab_mapping_path:
             export += ["--vocab-mapping", args.vocab_mapping_path]
         commands["export"] = (export, str(output_dir))

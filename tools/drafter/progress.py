@@ -39,11 +39,14 @@ class DrafterProgress(BaseModel):
     learning_rate: float | None = None
     eval_step: int | None = None
     simulated_acc_len: float | None = None
-    accept_length_estimate: float | None = Field(default=None,
-                                                 description="simulated_acc_len + 1, comparable with SGLang")
+    accept_length_estimate: float | None = Field(
+        default=None, description="simulated_acc_len + 1, comparable with SGLang"
+    )
     regenerated_records: int | None = None
-    stage_cpu_seconds: float | None = Field(default=None, description="CPU spent by the running stage: it grows "
-                                            "while the stage works, even when it prints nothing")
+    stage_cpu_seconds: float | None = Field(
+        default=None,
+        description="CPU spent by the running stage: it grows while the stage works, even when it prints nothing",
+    )
     log_bytes: int = 0
     recent_lines: list[str] = Field(default_factory=list)
 
@@ -82,11 +85,15 @@ def apply_line(progress: DrafterProgress, line: str) -> None:
     progress.step = step
     progress.loss = _number(metrics, "loss") if "loss" in metrics else progress.loss
     progress.accuracy = _number(metrics, "acc") if "acc" in metrics else progress.accuracy
-    progress.acceptance_rate = (_number(metrics, "acceptance_rate") if "acceptance_rate" in metrics
-                                else progress.acceptance_rate)
+    progress.acceptance_rate = (
+        _number(metrics, "acceptance_rate") if "acceptance_rate" in metrics else progress.acceptance_rate
+    )
     progress.learning_rate = _number(metrics, "lr") if "lr" in metrics else progress.learning_rate
-    positions = sorted((int(key[4:]), value) for key, value in metrics.items()
-                       if re.fullmatch(r"acc_\d+", key) and isinstance(value, int | float))
+    positions = sorted(
+        (int(key[4:]), value)
+        for key, value in metrics.items()
+        if re.fullmatch(r"acc_\d+", key) and isinstance(value, int | float)
+    )
     if positions:
         progress.per_position_accuracy = [round(float(value), 4) for _, value in positions]
 

@@ -40,8 +40,13 @@ def _write_status(path: Path, status: dict[str, Any]) -> None:
 
 def run(plan: dict[str, Any]) -> int:
     status_path = Path(plan["status_path"])
-    status: dict[str, Any] = {"state": "running", "stage": None, "pid": os.getpid(), "started_at": _now(),
-                              "stages": {stage["name"]: {"state": "pending"} for stage in plan["stages"]}}
+    status: dict[str, Any] = {
+        "state": "running",
+        "stage": None,
+        "pid": os.getpid(),
+        "started_at": _now(),
+        "stages": {stage["name"]: {"state": "pending"} for stage in plan["stages"]},
+    }
     _write_status(status_path, status)
     environment = {**os.environ, **plan.get("env", {})}
     for stage in plan["stages"]:
@@ -64,8 +69,11 @@ def run(plan: dict[str, Any]) -> int:
             return code
         if name == "export" and not (Path(plan["export_dir"]) / "config.json").is_file():
             record["state"] = "failed"
-            status.update(state="failed", finished_at=_now(),
-                          error=f"export finished but {plan['export_dir']}/config.json is missing")
+            status.update(
+                state="failed",
+                finished_at=_now(),
+                error=f"export finished but {plan['export_dir']}/config.json is missing",
+            )
             _write_status(status_path, status)
             print(f"{MARK} {status['error']}", flush=True)
             return 1
@@ -76,8 +84,13 @@ def run(plan: dict[str, Any]) -> int:
     return 0
 
 
-def _run_stage(stage: dict[str, Any], environment: dict[str, str], record: dict[str, Any], status_path: Path,
-               status: dict[str, Any]) -> int:
+def _run_stage(
+    stage: dict[str, Any],
+    environment: dict[str, str],
+    record: dict[str, Any],
+    status_path: Path,
+    status: dict[str, Any],
+) -> int:
     process = subprocess.Popen(stage["host_argv"], cwd=stage.get("cwd") or None, env=environment)
     while True:
         try:
@@ -108,7 +121,7 @@ def group_cpu_seconds() -> float:
             text = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = text[text.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ... utime stime
+        fields = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ... utime stime
         if len(fields) > 12 and int(fields[2]) == group:
             total += (int(fields[11]) + int(fields[12])) / ticks
     return total

@@ -48,8 +48,9 @@ def build_plan(args: TrainDrafterArgs, context: ToolContext) -> DrafterPlan:
     output_dir.mkdir(parents=True, exist_ok=True)
     target = _target_server(args, context)
     if "regenerate" in args.stages and target is None:
-        raise ToolError("regenerate needs the running target server: start it with launch_engine or pass "
-                        "target_server (host:port)")
+        raise ToolError(
+            "regenerate needs the running target server: start it with launch_engine or pass target_server (host:port)"
+        )
     regenerated = output_dir / "regenerated.jsonl"
     train_data = str(regenerated) if "regenerate" in args.stages else str(args.train_data_path)
     run_id = args.name
@@ -60,16 +61,36 @@ def build_plan(args: TrainDrafterArgs, context: ToolContext) -> DrafterPlan:
     config = run_config(args, run_id=run_id, output_dir=output_dir, train_data=train_data, capture_urls=capture_urls)
     config_path.write_text(to_yaml(config), encoding="utf-8")
     python = args.specforge_python or context.settings.engine_python
-    commands = stage_commands(args, python=python, output_dir=output_dir, config_path=config_path,
-                              regenerated=regenerated, target_server=target, checkpoint=checkpoint,
-                              export_dir=export_dir)
-    stages = [PlannedStage(name=stage, argv=commands[stage][0], host_argv=context.host.translate(commands[stage][0]),
-                           cwd=commands[stage][1]) for stage in args.stages]
-    return DrafterPlan(run_id=run_id, output_dir=str(output_dir), config_path=str(config_path),
-                       status_path=str(output_dir / "opsloop-status.json"),
-                       train_data_path=train_data, checkpoint_path=str(checkpoint),
-                       export_dir=str(export_dir) if "export" in args.stages else None,
-                       env=dict(args.env), stages=stages)
+    commands = stage_commands(
+        args,
+        python=python,
+        output_dir=output_dir,
+        config_path=config_path,
+        regenerated=regenerated,
+        target_server=target,
+        checkpoint=checkpoint,
+        export_dir=export_dir,
+    )
+    stages = [
+        PlannedStage(
+            name=stage,
+            argv=commands[stage][0],
+            host_argv=context.host.translate(commands[stage][0]),
+            cwd=commands[stage][1],
+        )
+        for stage in args.stages
+    ]
+    return DrafterPlan(
+        run_id=run_id,
+        output_dir=str(output_dir),
+        config_path=str(config_path),
+        status_path=str(output_dir / "opsloop-status.json"),
+        train_data_path=train_data,
+        checkpoint_path=str(checkpoint),
+        export_dir=str(export_dir) if "export" in args.stages else None,
+        env=dict(args.env),
+        stages=stages,
+    )
 
 
 def observe(record: ProcessRecord, context: ToolContext) -> DrafterProgress:
@@ -91,29 +112,43 @@ def observe(record: ProcessRecord, context: ToolContext) -> DrafterProgress:
 def _note_outcome(record: ProcessRecord, progress: DrafterProgress, context: ToolContext) -> None:
     if progress.state == "done":
         where = record.config.get("export_dir")
-        quality = (f"; last eval simulated_acc_len {progress.simulated_acc_len:.3f} (about "
-                   f"{progress.accept_length_estimate:.3f} SGLang accept length)"
-                   if progress.simulated_acc_len is not None and progress.accept_length_estimate is not None else "")
+        quality = (
+            f"; last eval simulated_acc_len {progress.simulated_acc_len:.3f} (about "
+            f"{progress.accept_length_estimate:.3f} SGLang accept length)"
+            if progress.simulated_acc_len is not None and progress.accept_length_estimate is not None
+            else ""
+        )
         done = f"exported to {where}" if where else "finished"
         context.state.add_finding(f"drafter {record.name} {done} after step {progress.step}{quality}")
     else:
-        context.state.add_finding(f"drafter {record.name} {progress.state} in stage {progress.stage}: "
-                                  f"{progress.error}", evidence=progress.recent_lines[-5:])
+        context.state.add_finding(
+            f"drafter {record.name} {progress.state} in stage {progress.stage}: {progress.error}",
+            evidence=progress.recent_lines[-5:],
+        )
 
 
 def _output(record: ProcessRecord, progress: DrafterProgress) -> DrafterOutput:
     exported = record.config.get("export_dir") if progress.state == "done" else None
-    return DrafterOutput(name=record.name, state=progress.state, pid=record.pid, log_path=record.log_path,
-                         config_path=str(record.config.get("config_path")), exported_path=exported,
-                         export_dir=record.config.get("export_dir"), progress=progress)
+    return DrafterOutput(
+        name=record.name,
+        state=progress.state,
+        pid=record.pid,
+        log_path=record.log_path,
+        config_path=str(record.config.get("config_path")),
+        exported_path=exported,
+        export_dir=record.config.get("export_dir"),
+        progress=progress,
+    )
 
 
 class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
     name = "train_drafter"
-    description = ("Train an EAGLE-3 drafter with SpecForge as a background pipeline: regenerate the training "
-                   "data with the running target server, `specforge train` from a generated run config, then "
-                   "`specforge export --to sglang`. Returns at once (use drafter_status) unless wait=true; the "
-                   "exported directory is what --speculative-draft-model-path takes.")
+    description = (
+        "Train an EAGLE-3 drafter with SpecForge as a background pipeline: regenerate the training "
+        "data with the running target server, `specforge train` from a generated run config, then "
+        "`specforge export --to sglang`. Returns at once (use drafter_status) unless wait=true; the "
+        "exported directory is what --speculative-draft-model-path takes."
+    )
     args_model = TrainDrafterArgs
     output_model = DrafterOutput
 
@@ -123,19 +158,34 @@ class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
     def run(self, args: TrainDrafterArgs, context: ToolContext) -> DrafterOutput:
         for record in live_processes(context.state, kind=KIND):
             if record.name == args.name and refresh(record, context.host).alive:
-                raise ToolError(f"drafter run {args.name!r} is still running (pid {record.pid}); check it with "
-                                "drafter_status or choose another name")
+                raise ToolError(
+                    f"drafter run {args.name!r} is still running (pid {record.pid}); check it with "
+                    "drafter_status or choose another name"
+                )
         plan = build_plan(args, context)
         plan_path = Path(plan.output_dir) / "opsloop-plan.json"
         plan_path.write_text(plan.model_dump_json(indent=2), encoding="utf-8")
         Path(plan.status_path).unlink(missing_ok=True)
         summary: dict[str, Any] = {
-            "output_dir": plan.output_dir, "config_path": plan.config_path, "status_path": plan.status_path,
-            "plan_path": str(plan_path), "export_dir": plan.export_dir, "stages": list(args.stages),
-            "regenerates": "regenerate" in args.stages, "target_model_path": args.target_model_path}
+            "output_dir": plan.output_dir,
+            "config_path": plan.config_path,
+            "status_path": plan.status_path,
+            "plan_path": str(plan_path),
+            "export_dir": plan.export_dir,
+            "stages": list(args.stages),
+            "regenerates": "regenerate" in args.stages,
+            "target_model_path": args.target_model_path,
+        }
         runner = [sys.executable, str(Path(drafter_runner.__file__).resolve()), str(plan_path)]
-        record = start_process(context, name=args.name, argv=runner, env=dict(args.env), kind=KIND,
-                               config=summary, cwd=Path(plan.output_dir))
+        record = start_process(
+            context,
+            name=args.name,
+            argv=runner,
+            env=dict(args.env),
+            kind=KIND,
+            config=summary,
+            cwd=Path(plan.output_dir),
+        )
         context.progress(f"{args.name}: drafter pipeline started (pid {record.pid}); log {record.log_path}")
         progress = observe(record, context)
         deadline = time.monotonic() + args.wait_timeout_seconds
@@ -153,9 +203,11 @@ class DrafterStatusArgs(ToolArgs):
 
 class DrafterStatusTool(Tool[DrafterStatusArgs, DrafterOutput]):
     name = "drafter_status"
-    description = ("Progress of a train_drafter run: stage, step, loss, per-position accuracy, simulated "
-                   "acceptance length (+1 = comparable with SGLang accept length), and the exported drafter "
-                   "path once done.")
+    description = (
+        "Progress of a train_drafter run: stage, step, loss, per-position accuracy, simulated "
+        "acceptance length (+1 = comparable with SGLang accept length), and the exported drafter "
+        "path once done."
+    )
     args_model = DrafterStatusArgs
     output_model = DrafterOutput
     timeout_seconds = 60.0

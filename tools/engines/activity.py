@@ -28,8 +28,9 @@ class ActivityMonitor:
         self._previous_at = self.last_activity
         self._previous_gpu: int | None = None
 
-    def observe(self, status: ProcessStatus, new_log_lines: int, gpu_memory_mib: list[int] | None,
-                nccl_init_stage: bool = False) -> list[str]:
+    def observe(
+        self, status: ProcessStatus, new_log_lines: int, gpu_memory_mib: list[int] | None, nccl_init_stage: bool = False
+    ) -> list[str]:
         """Record one observation; return the activity signals seen in it."""
         now = self.clock()
         signals: list[str] = []
@@ -41,8 +42,10 @@ class ActivityMonitor:
             cpu_used = (status.cpu_seconds or 0.0) - (previous.cpu_seconds or 0.0)
             if not nccl_init_stage and cpu_used >= max(0.02, CPU_SHARE_THRESHOLD * elapsed):
                 signals.append("cpu")
-            moved = sum((getattr(status, field) or 0) - (getattr(previous, field) or 0)
-                        for field in ("read_bytes", "write_bytes"))
+            moved = sum(
+                (getattr(status, field) or 0) - (getattr(previous, field) or 0)
+                for field in ("read_bytes", "write_bytes")
+            )
             if moved >= IO_THRESHOLD_BYTES:
                 signals.append("io")
         if gpu_memory_mib is not None:

@@ -28,14 +28,19 @@ class SpeculativeOptions(_Strict):
     eagle_topk: int | None = Field(None, ge=1, le=16, description="Branching per step; 1 = a chain.")
     num_draft_tokens: int | None = Field(None, ge=1, le=64, description="Tokens verified per step.")
     draft_attention_backend: str | None = Field(None, description="Attention backend of the draft (SGLang).")
-    enable_spec_v2: bool | None = Field(None, description="SGLang < 0.5.19: set SGLANG_ENABLE_SPEC_V2=1 "
-                                        "(overlap scheduler with topk 1). Ignored by later releases.")
+    enable_spec_v2: bool | None = Field(
+        None,
+        description="SGLang < 0.5.19: set SGLANG_ENABLE_SPEC_V2=1 "
+        "(overlap scheduler with topk 1). Ignored by later releases.",
+    )
 
     @model_validator(mode="after")
     def _drafter_given(self) -> SpeculativeOptions:
         if self.algorithm in ("EAGLE3", "EAGLE", "STANDALONE") and not self.draft_model_path:
-            raise ValueError(f"{self.algorithm} needs draft_model_path (a missing drafter makes SGLang load "
-                             "the target as its own draft)")
+            raise ValueError(
+                f"{self.algorithm} needs draft_model_path (a missing drafter makes SGLang load "
+                "the target as its own draft)"
+            )
         return self
 
 

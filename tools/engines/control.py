@@ -23,8 +23,9 @@ class EngineName(ToolArgs):
 
 
 class StopEngineArgs(EngineName):
-    grace_seconds: float = Field(DEFAULT_STOP_GRACE_SECONDS, ge=0, le=600,
-                                 description="Seconds between SIGTERM and SIGKILL.")
+    grace_seconds: float = Field(
+        DEFAULT_STOP_GRACE_SECONDS, ge=0, le=600, description="Seconds between SIGTERM and SIGKILL."
+    )
 
 
 class StopEngineOutput(ToolOutput):
@@ -40,8 +41,10 @@ class StopEngineOutput(ToolOutput):
 
 class StopEngineTool(Tool[StopEngineArgs, StopEngineOutput]):
     name = "stop_engine"
-    description = ("Stop an engine this agent started: SIGTERM to its process group, SIGKILL after the grace "
-                   "period. Never touches a process whose PID was reused.")
+    description = (
+        "Stop an engine this agent started: SIGTERM to its process group, SIGKILL after the grace "
+        "period. Never touches a process whose PID was reused."
+    )
     args_model = StopEngineArgs
     output_model = StopEngineOutput
 
@@ -87,8 +90,10 @@ def _uptime(record: ProcessRecord) -> float | None:
 
 class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
     name = "engine_status"
-    description = ("State of a launched engine: alive or exit code, CPU/IO/memory counters, GPU memory, a "
-                   "/health check, its last log lines, and a log diagnosis when it is not serving.")
+    description = (
+        "State of a launched engine: alive or exit code, CPU/IO/memory counters, GPU memory, a "
+        "/health check, its last log lines, and a log diagnosis when it is not serving."
+    )
     args_model = EngineStatusArgs
     output_model = EngineStatusOutput
     timeout_seconds: ClassVar[float] = 60.0
@@ -97,10 +102,18 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
         record = resolve_process(context.state, args.name, kind="engine")
         status = context.host.status(record.pid, record.create_time)
         output = EngineStatusOutput(
-            name=record.name, pid=record.pid, state=record.state, alive=status.alive, port=record.port,
-            uptime_seconds=_uptime(record), log_path=record.log_path, cpu_seconds=status.cpu_seconds,
-            read_bytes=status.read_bytes, rss_bytes=status.rss_bytes,
-            gpu_memory_used_mib=context.host.gpu_memory_used_mib())
+            name=record.name,
+            pid=record.pid,
+            state=record.state,
+            alive=status.alive,
+            port=record.port,
+            uptime_seconds=_uptime(record),
+            log_path=record.log_path,
+            cpu_seconds=status.cpu_seconds,
+            read_bytes=status.read_bytes,
+            rss_bytes=status.rss_bytes,
+            gpu_memory_used_mib=context.host.gpu_memory_used_mib(),
+        )
         log = Path(record.log_path)
         if args.tail_lines and log.is_file():
             lines = read_last_lines(log, args.tail_lines).lines
@@ -119,9 +132,12 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
         output.state = record.state
         output.exit_code = None if status.alive else status.exit_code
         if not serving and log.is_file():
-            hints = DiagnosisHints(engine=config.engine if config else None, process_alive=status.alive,
-                                   interconnect=context.state.environment.interconnect,
-                                   exit_code=None if record.state == "stopped" else output.exit_code)
+            hints = DiagnosisHints(
+                engine=config.engine if config else None,
+                process_alive=status.alive,
+                interconnect=context.state.environment.interconnect,
+                exit_code=None if record.state == "stopped" else output.exit_code,
+            )
             output.diagnosis = diagnose_file(log, hints)
         return output
 
@@ -129,7 +145,6 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
 def _recorded_config(record: ProcessRecord) -> EngineLaunchConfig | None:
     fields = EngineLaunchConfig.model_fields
     try:
-        return EngineLaunchConfig.model_validate({key: value for key, value in record.config.items()
-                                                  if key in fields})
+        return EngineLaunchConfig.model_validate({key: value for key, value in record.config.items() if key in fields})
     except ValueError:
         return None

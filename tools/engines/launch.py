@@ -20,14 +20,25 @@ from tools.processes import live_processes, start_process
 class LaunchEngineArgs(ToolArgs):
     config: EngineLaunchConfig
     name: str = Field("engine", min_length=1, max_length=64, description="Name of the managed process.")
-    engine_version: str | None = Field(None, description="Installed engine release; default: from the last "
-                                       "probe_system, else read from the engine environment.")
+    engine_version: str | None = Field(
+        None,
+        description="Installed engine release; default: from the last "
+        "probe_system, else read from the engine environment.",
+    )
     wait: bool = Field(True, description="Wait for readiness; false returns right after the start.")
-    wait_timeout_seconds: float | None = Field(None, gt=0, description="Give up waiting after this long "
-                                               "(the engine keeps running). Default: the configured load "
-                                               "timeout (30 min), since large MoE models load for 7-20 min.")
-    hang_after_seconds: float | None = Field(None, gt=0, description="Call it hung after this long with no "
-                                             "log output, CPU/IO activity or GPU-memory change. Default 600.")
+    wait_timeout_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Give up waiting after this long "
+        "(the engine keeps running). Default: the configured load "
+        "timeout (30 min), since large MoE models load for 7-20 min.",
+    )
+    hang_after_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Call it hung after this long with no "
+        "log output, CPU/IO activity or GPU-memory change. Default 600.",
+    )
     poll_seconds: float = Field(2.0, ge=0.05, le=60)
     health_every_seconds: float = Field(10.0, ge=0.1, le=300)
 
@@ -61,13 +72,17 @@ def _check_port_free(args: LaunchEngineArgs, context: ToolContext) -> None:
     port = args.config.effective_port
     for record in live_processes(context.state, kind="engine"):
         if record.port == port and context.host.status(record.pid, record.create_time).alive:
-            raise ToolError(f"engine {record.name!r} (pid {record.pid}) already serves port {port}; "
-                            "stop it with stop_engine or choose another port")
+            raise ToolError(
+                f"engine {record.name!r} (pid {record.pid}) already serves port {port}; "
+                "stop it with stop_engine or choose another port"
+            )
     # A server this agent did not start may hold the port; its /health would then pass for ours.
     if _port_answers(args.config.probe_host, port):
-        raise ToolError(f"{PORT_IN_USE}: {args.config.probe_host}:{port} already accepts connections from a "
-                        "process this agent did not start; launch on a free port, or find the owner "
-                        "(ss -ltnp) and ask before stopping it")
+        raise ToolError(
+            f"{PORT_IN_USE}: {args.config.probe_host}:{port} already accepts connections from a "
+            "process this agent did not start; launch on a free port, or find the owner "
+            "(ss -ltnp) and ask before stopping it"
+        )
 
 
 PORT_IN_USE = "port_in_use"
@@ -87,7 +102,8 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
         "Launch SGLang or vLLM with a typed config (model, tp/ep/dp, port, memory fraction, attention "
         "backend, CUDA-graph options, EAGLE-3 speculative options, multi-node, extra flags, env such as "
         "NCCL_*). Flags are built for the installed engine release. Waits until /health answers, reporting "
-        "loading progress; returns early with a log diagnosis if the engine dies or hangs.")
+        "loading progress; returns early with a log diagnosis if the engine dies or hangs."
+    )
     args_model = LaunchEngineArgs
     output_model = LaunchEngineOutput
 
@@ -103,12 +119,19 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
             command: EngineCommand = build_command(config, context.settings.engine_python, version)
         except FlagError as error:
             raise ToolError(str(error)) from None
-        recorded: dict[str, Any] = {**config.model_dump(mode="json"), "engine_version": version,
-                                    "notes": command.notes}
-        record = start_process(context, name=args.name, argv=command.argv, env=command.env, kind="engine",
-                               port=config.effective_port, config=recorded)
-        context.progress(f"{args.name}: started {config.engine} {version or ''} (pid {record.pid}); "
-                         f"log {record.log_path}")
+        recorded: dict[str, Any] = {**config.model_dump(mode="json"), "engine_version": version, "notes": command.notes}
+        record = start_process(
+            context,
+            name=args.name,
+            argv=command.argv,
+            env=command.env,
+            kind="engine",
+            port=config.effective_port,
+            config=recorded,
+        )
+        context.progress(
+            f"{args.name}: started {config.engine} {version or ''} (pid {record.pid}); log {record.log_path}"
+        )
         if not args.wait:
             readiness = ReadinessReport(outcome="not_waited")
         elif config.node_rank > 0:
@@ -117,23 +140,34 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
             settings = WaitSettings(
                 wait_timeout_seconds=args.wait_timeout_seconds or context.settings.load_timeout_seconds,
                 hang_after_seconds=args.hang_after_seconds or context.settings.hang_after_seconds,
-                poll_seconds=args.poll_seconds, health_every_seconds=args.health_every_seconds)
+                poll_seconds=args.poll_seconds,
+                health_every_seconds=args.health_every_seconds,
+            )
             readiness = wait_for_ready(record, config, context, settings)
         _record_finding(args.name, config, readiness, context)
-        return LaunchEngineOutput(name=args.name, pid=record.pid, log_path=record.log_path,
-                                  base_url=base_url(config), argv=record.argv, env=record.env,
-                                  engine_version=version, notes=command.notes, readiness=readiness)
+        return LaunchEngineOutput(
+            name=args.name,
+            pid=record.pid,
+            log_path=record.log_path,
+            base_url=base_url(config),
+            argv=record.argv,
+            env=record.env,
+            engine_version=version,
+            notes=command.notes,
+            readiness=readiness,
+        )
 
 
-def _record_finding(name: str, config: EngineLaunchConfig, readiness: ReadinessReport,
-                    context: ToolContext) -> None:
+def _record_finding(name: str, config: EngineLaunchConfig, readiness: ReadinessReport, context: ToolContext) -> None:
     where = f"{config.engine} on port {config.effective_port}"
     if readiness.outcome == "ready":
-        context.state.add_finding(f"{name}: {where} ready after {readiness.waited_seconds:.0f} s",
-                                  evidence=readiness.milestones[-3:])
+        context.state.add_finding(
+            f"{name}: {where} ready after {readiness.waited_seconds:.0f} s", evidence=readiness.milestones[-3:]
+        )
     elif readiness.outcome in ("exited", "hung") and readiness.diagnosis is not None:
         diagnosis = readiness.diagnosis
         context.state.add_finding(
             f"{name}: {where} {readiness.outcome} during start-up: {diagnosis.diagnosis_class} "
             f"(confidence {diagnosis.confidence})",
-            evidence=[f"line {diagnosis.line_number}: {diagnosis.key_line}"])
+            evidence=[f"line {diagnosis.line_number}: {diagnosis.key_line}"],
+        )

@@ -84,8 +84,9 @@ class _LogFollower:
         return len(lines), milestones
 
 
-def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext,
-                   settings: WaitSettings) -> ReadinessReport:
+def wait_for_ready(
+    record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext, settings: WaitSettings
+) -> ReadinessReport:
     """Watch the engine until ready, dead, hung or out of time; keeps ``record.state`` current."""
     host = context.host
     started = time.monotonic()
@@ -111,11 +112,18 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
             read_log()
             report.outcome = "exited"
             report.exit_code = status.exit_code
-            report.diagnosis = _diagnosis(record, config, context, alive=False, exit_code=status.exit_code,
-                                          stale_after_seconds=settings.hang_after_seconds)
+            report.diagnosis = _diagnosis(
+                record,
+                config,
+                context,
+                alive=False,
+                exit_code=status.exit_code,
+                stale_after_seconds=settings.hang_after_seconds,
+            )
             break
-        monitor.observe(status, new_lines, host.gpu_memory_used_mib(),
-                        nccl_init_stage=follower.stage == "distributed_init")
+        monitor.observe(
+            status, new_lines, host.gpu_memory_used_mib(), nccl_init_stage=follower.stage == "distributed_init"
+        )
         now = time.monotonic()
         if follower.ready_line is not None or now - last_health >= settings.health_every_seconds:
             last_health = now
@@ -129,12 +137,14 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
         if monitor.hung:
             record.state = "hung"
             report.outcome = "hung"
-            report.diagnosis = _diagnosis(record, config, context, alive=True, exit_code=None,
-                                          stale_after_seconds=settings.hang_after_seconds)
+            report.diagnosis = _diagnosis(
+                record, config, context, alive=True, exit_code=None, stale_after_seconds=settings.hang_after_seconds
+            )
             break
         if now - started >= settings.wait_timeout_seconds:
-            report.diagnosis = _diagnosis(record, config, context, alive=True, exit_code=None,
-                                          stale_after_seconds=settings.hang_after_seconds)
+            report.diagnosis = _diagnosis(
+                record, config, context, alive=True, exit_code=None, stale_after_seconds=settings.hang_after_seconds
+            )
             break
         time.sleep(settings.poll_seconds)
     report.ready_line = follower.ready_line
@@ -145,8 +155,20 @@ def wait_for_ready(record: ProcessRecord, config: EngineLaunchConfig, context: T
     return report
 
 
-def _diagnosis(record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext, *, alive: bool,
-               exit_code: int | None, stale_after_seconds: float) -> Diagnosis:
-    hints = DiagnosisHints(engine=config.engine, interconnect=context.state.environment.interconnect,
-                           process_alive=alive, exit_code=exit_code, stale_after_seconds=stale_after_seconds)
+def _diagnosis(
+    record: ProcessRecord,
+    config: EngineLaunchConfig,
+    context: ToolContext,
+    *,
+    alive: bool,
+    exit_code: int | None,
+    stale_after_seconds: float,
+) -> Diagnosis:
+    hints = DiagnosisHints(
+        engine=config.engine,
+        interconnect=context.state.environment.interconnect,
+        process_alive=alive,
+        exit_code=exit_code,
+        stale_after_seconds=stale_after_seconds,
+    )
     return diagnose_file(Path(record.log_path), hints)

@@ -20,10 +20,20 @@ from tools.engines.versions import Release, at_least
 
 CLI_MAIN = (0, 8, 0)
 ATTENTION_FLAG = (0, 11, 0)
-BACKEND_NAMES = {"triton": "TRITON_ATTN", "flashinfer": "FLASHINFER", "fa3": "FLASH_ATTN",
-                 "flash_attn": "FLASH_ATTN", "flashmla": "FLASHMLA"}
-SPECULATIVE_METHODS = {"EAGLE3": "eagle3", "EAGLE": "eagle", "NEXTN": "mtp", "STANDALONE": "draft_model",
-                       "NGRAM": "ngram"}
+BACKEND_NAMES = {
+    "triton": "TRITON_ATTN",
+    "flashinfer": "FLASHINFER",
+    "fa3": "FLASH_ATTN",
+    "flash_attn": "FLASH_ATTN",
+    "flashmla": "FLASHMLA",
+}
+SPECULATIVE_METHODS = {
+    "EAGLE3": "eagle3",
+    "EAGLE": "eagle",
+    "NEXTN": "mtp",
+    "STANDALONE": "draft_model",
+    "NGRAM": "ngram",
+}
 
 
 def capture_sizes(max_batch: int) -> list[int]:
@@ -43,8 +53,7 @@ def _speculative_flags(config: EngineLaunchConfig, release: Release | None, note
     if not at_least(release, CLI_MAIN):
         flags = ["--num-speculative-tokens", str(tokens)]
         return (["--speculative-model", options.draft_model_path] if options.draft_model_path else []) + flags
-    spec: dict[str, object] = {"method": SPECULATIVE_METHODS[options.algorithm],
-                               "num_speculative_tokens": tokens}
+    spec: dict[str, object] = {"method": SPECULATIVE_METHODS[options.algorithm], "num_speculative_tokens": tokens}
     if options.draft_model_path:
         spec["model"] = options.draft_model_path
     return ["--speculative-config", json.dumps(spec)]
@@ -57,8 +66,7 @@ def build(config: EngineLaunchConfig, engine_python: str, release: Release | Non
         argv = [str(Path(engine_python).with_name("vllm")), "serve", config.model_path]
     else:
         argv = [engine_python, "-m", "vllm.entrypoints.openai.api_server", "--model", config.model_path]
-    argv += ["--host", config.host, "--port", str(config.effective_port),
-             "--tensor-parallel-size", str(config.tp_size)]
+    argv += ["--host", config.host, "--port", str(config.effective_port), "--tensor-parallel-size", str(config.tp_size)]
     if config.served_model_name:
         argv += ["--served-model-name", config.served_model_name]
     if config.dp_size > 1:
@@ -66,15 +74,18 @@ def build(config: EngineLaunchConfig, engine_python: str, release: Release | Non
     if config.ep_size > 1:
         argv.append("--enable-expert-parallel")
         if config.ep_size != config.tp_size * config.dp_size:
-            notes.append(f"vLLM's expert-parallel size is tp x dp = {config.tp_size * config.dp_size}, "
-                         f"not {config.ep_size}")
+            notes.append(
+                f"vLLM's expert-parallel size is tp x dp = {config.tp_size * config.dp_size}, not {config.ep_size}"
+            )
     if config.dp_attention:
         notes.append("vLLM has no DP-attention switch; data parallelism with expert parallelism is the same")
-    for flag, value in (("--gpu-memory-utilization", config.mem_fraction),
-                        ("--max-model-len", config.context_length),
-                        ("--max-num-seqs", config.max_running_requests),
-                        ("--kv-cache-dtype", config.kv_cache_dtype),
-                        ("--reasoning-parser", config.reasoning_parser)):
+    for flag, value in (
+        ("--gpu-memory-utilization", config.mem_fraction),
+        ("--max-model-len", config.context_length),
+        ("--max-num-seqs", config.max_running_requests),
+        ("--kv-cache-dtype", config.kv_cache_dtype),
+        ("--reasoning-parser", config.reasoning_parser),
+    ):
         if value is not None:
             argv += [flag, str(value)]
     if config.tool_call_parser:
@@ -88,10 +99,14 @@ def build(config: EngineLaunchConfig, engine_python: str, release: Release | Non
     if config.disable_cuda_graph:
         argv.append("--enforce-eager")
     elif config.cuda_graph_max_bs is not None:
-        argv += ["--compilation-config",
-                 json.dumps({"cudagraph_capture_sizes": capture_sizes(config.cuda_graph_max_bs)})]
-    for flag, enabled in (("--trust-remote-code", config.trust_remote_code),
-                          ("--disable-custom-all-reduce", config.disable_custom_all_reduce)):
+        argv += [
+            "--compilation-config",
+            json.dumps({"cudagraph_capture_sizes": capture_sizes(config.cuda_graph_max_bs)}),
+        ]
+    for flag, enabled in (
+        ("--trust-remote-code", config.trust_remote_code),
+        ("--disable-custom-all-reduce", config.disable_custom_all_reduce),
+    ):
         if enabled:
             argv.append(flag)
     if config.enable_p2p_check:
@@ -101,8 +116,16 @@ def build(config: EngineLaunchConfig, engine_python: str, release: Release | Non
     argv += _speculative_flags(config, release, notes)
     if config.nnodes > 1:
         host, _, port = str(config.dist_init_addr).rpartition(":")
-        argv += ["--nnodes", str(config.nnodes), "--node-rank", str(config.node_rank),
-                 "--master-addr", host, "--master-port", port]
+        argv += [
+            "--nnodes",
+            str(config.nnodes),
+            "--node-rank",
+            str(config.node_rank),
+            "--master-addr",
+            host,
+            "--master-port",
+            port,
+        ]
         if config.node_rank > 0:
             argv.append("--headless")
         notes.append("multi-node without Ray needs a vLLM release with --nnodes (0.33 has it)")

@@ -92,14 +92,20 @@ class Host(ABC):
     name: str = "host"
 
     @abstractmethod
-    def run(self, argv: list[str], *, timeout: float, cwd: Path | None = None,
-            env: dict[str, str] | None = None, input_text: str | None = None,
-            output_cap_bytes: int = 1_000_000) -> CommandResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        input_text: str | None = None,
+        output_cap_bytes: int = 1_000_000,
+    ) -> CommandResult:
         """Run a command to completion in its own process group; on timeout kill the whole group."""
 
     @abstractmethod
-    def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path,
-              cwd: Path | None = None) -> SpawnedProcess:
+    def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:
         """Start a detached process (own session and group), stdout and stderr appended to log_path.
 
         ``env`` holds only the variables to add to the host's environment. The process outlives the

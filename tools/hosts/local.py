@@ -79,22 +79,40 @@ class LocalHost(Host):
 
     # -- commands ------------------------------------------------------------------------------------
 
-    def run(self, argv: list[str], *, timeout: float, cwd: Path | None = None,
-            env: dict[str, str] | None = None, input_text: str | None = None,
-            output_cap_bytes: int = 1_000_000) -> CommandResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        input_text: str | None = None,
+        output_cap_bytes: int = 1_000_000,
+    ) -> CommandResult:
         started = time.monotonic()
         try:
             process = subprocess.Popen(
-                argv, cwd=cwd, env={**os.environ, **(env or {})}, start_new_session=True,
+                argv,
+                cwd=cwd,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
                 stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
         except OSError as error:
-            return CommandResult(argv=argv, exit_code=None, stderr=f"could not start {argv[0]}: {error}",
-                                 duration_seconds=time.monotonic() - started)
+            return CommandResult(
+                argv=argv,
+                exit_code=None,
+                stderr=f"could not start {argv[0]}: {error}",
+                duration_seconds=time.monotonic() - started,
+            )
         buffers = (_CappedBuffer(output_cap_bytes), _CappedBuffer(output_cap_bytes))
         assert process.stdout is not None and process.stderr is not None
-        readers = [threading.Thread(target=_drain, args=(stream, buffer), daemon=True)
-                   for stream, buffer in zip((process.stdout, process.stderr), buffers, strict=True)]
+        readers = [
+            threading.Thread(target=_drain, args=(stream, buffer), daemon=True)
+            for stream, buffer in zip((process.stdout, process.stderr), buffers, strict=True)
+        ]
         for reader in readers:
             reader.start()
         if input_text is not None and process.stdin is not None:
@@ -114,9 +132,14 @@ class LocalHost(Host):
             reader.join(timeout=2.0)  # a detached grandchild may hold the pipe open; do not wait on it
         for stream in (process.stdout, process.stderr):
             stream.close()
-        return CommandResult(argv=argv, exit_code=None if timed_out else process.returncode,
-                             stdout=buffers[0].text(), stderr=buffers[1].text(), timed_out=timed_out,
-                             duration_seconds=time.monotonic() - started)
+        return CommandResult(
+            argv=argv,
+            exit_code=None if timed_out else process.returncode,
+            stdout=buffers[0].text(),
+            stderr=buffers[1].text(),
+            timed_out=timed_out,
+            duration_seconds=time.monotonic() - started,
+        )
 
     @staticmethod
     def _kill_group(pgid: int) -> None:
@@ -127,11 +150,17 @@ class LocalHost(Host):
 
     def supervisor_argv(self, argv: list[str], cwd: Path | None = None) -> list[str]:
         location = ["--cwd", str(cwd)] if cwd is not None else []
-        return [sys.executable, str(Path(supervise.__file__).resolve()), "--exit-dir", str(self.exit_dir),
-                *location, "--", *argv]
+        return [
+            sys.executable,
+            str(Path(supervise.__file__).resolve()),
+            "--exit-dir",
+            str(self.exit_dir),
+            *location,
+            "--",
+            *argv,
+        ]
 
-    def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path,
-              cwd: Path | None = None) -> SpawnedProcess:
+    def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:
         if not argv:
             raise ValueError("spawn needs a command")
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,11 +170,17 @@ class LocalHost(Host):
         try:
             # posix_spawn rather than Popen: the supervisor is meant to outlive this object, and a
             # new session makes it the leader of the process group that stop signals target.
-            pid = os.posix_spawn(sys.executable, self.supervisor_argv(argv, cwd), {**os.environ, **env},
-                                 file_actions=[(os.POSIX_SPAWN_DUP2, stdin_fd, 0),
-                                               (os.POSIX_SPAWN_DUP2, log_fd, 1),
-                                               (os.POSIX_SPAWN_DUP2, log_fd, 2)],
-                                 setsid=True)
+            pid = os.posix_spawn(
+                sys.executable,
+                self.supervisor_argv(argv, cwd),
+                {**os.environ, **env},
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, stdin_fd, 0),
+                    (os.POSIX_SPAWN_DUP2, log_fd, 1),
+                    (os.POSIX_SPAWN_DUP2, log_fd, 2),
+                ],
+                setsid=True,
+            )
         finally:
             os.close(log_fd)
             os.close(stdin_fd)
@@ -192,8 +227,7 @@ class LocalHost(Host):
         process = self._identify(pid, create_time)
         if process is None or _is_zombie(process):
             reused = process is None and psutil.pid_exists(pid)
-            return ProcessStatus(alive=False, identity_matches=not reused,
-                                 exit_code=self._exit_code(pid, create_time))
+            return ProcessStatus(alive=False, identity_matches=not reused, exit_code=self._exit_code(pid, create_time))
         return _tree_counters(process)
 
     def signal_group(self, pid: int, create_time: float, signum: int = signal.SIGTERM) -> bool:
@@ -218,8 +252,14 @@ class LocalHost(Host):
             except (psutil.Error, OSError):
                 continue
             if value is not None:
-                found.append(MarkedProcess(pid=process.pid, create_time=process.info["create_time"], value=value,
-                                           argv=process.info["cmdline"] or []))
+                found.append(
+                    MarkedProcess(
+                        pid=process.pid,
+                        create_time=process.info["create_time"],
+                        value=value,
+                        argv=process.info["cmdline"] or [],
+                    )
+                )
         return found
 
     # -- GPUs ----------------------------------------------------------------------------------------
@@ -266,6 +306,10 @@ def _tree_counters(leader: psutil.Process) -> ProcessStatus:
                 write_bytes += getattr(counters, "write_chars", counters.write_bytes)
         except psutil.Error:
             continue
-    return ProcessStatus(alive=True, cpu_seconds=cpu_seconds, rss_bytes=rss_bytes,
-                         read_bytes=read_bytes if io_seen else None,
-                         write_bytes=write_bytes if io_seen else None)
+    return ProcessStatus(
+        alive=True,
+        cpu_seconds=cpu_seconds,
+        rss_bytes=rss_bytes,
+        read_bytes=read_bytes if io_seen else None,
+        write_bytes=write_bytes if io_seen else None,
+    )

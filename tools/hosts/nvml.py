@@ -44,10 +44,15 @@ def _gpu_info(nvml: Any, index: int, handle: Any) -> GpuInfo:
         memory_total_mib=int(memory.total) // (1024 * 1024),
         memory_used_mib=int(memory.used) // (1024 * 1024),
         utilization_percent=int(utilization.gpu) if utilization is not None else None,
-        temperature_c=_optional(lambda: int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
-                                nvml),
-        ecc_errors_uncorrected=_optional(lambda: int(nvml.nvmlDeviceGetTotalEccErrors(
-            handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC)), nvml),
+        temperature_c=_optional(lambda: int(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)), nvml),
+        ecc_errors_uncorrected=_optional(
+            lambda: int(
+                nvml.nvmlDeviceGetTotalEccErrors(
+                    handle, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC
+                )
+            ),
+            nvml,
+        ),
     )
 
 
@@ -77,15 +82,22 @@ def _links(nvml: Any, handles: list[Any]) -> list[GpuLink]:
             ancestor = partial(nvml.nvmlDeviceGetTopologyCommonAncestor, handles[first], handles[second])
             level = _optional(ancestor, nvml)
             link = _TOPOLOGY_NAMES.get(int(level), "unknown") if level is not None else "unknown"
-        p2p = _optional(partial(nvml.nvmlDeviceGetP2PStatus, handles[first], handles[second],
-                                nvml.NVML_P2P_CAPS_INDEX_READ), nvml)
-        links.append(GpuLink(gpu_a=first, gpu_b=second, link=link,
-                             p2p_supported=None if p2p is None else p2p == nvml.NVML_P2P_STATUS_OK))
+        p2p = _optional(
+            partial(nvml.nvmlDeviceGetP2PStatus, handles[first], handles[second], nvml.NVML_P2P_CAPS_INDEX_READ), nvml
+        )
+        links.append(
+            GpuLink(
+                gpu_a=first,
+                gpu_b=second,
+                link=link,
+                p2p_supported=None if p2p is None else p2p == nvml.NVML_P2P_STATUS_OK,
+            )
+        )
     return links
 
 
 def interconnect_of(gpu_count: int, links: list[GpuLink]) -> Interconnect:
-    """"nvlink" when any pair shares NVLink, "pcie" when several GPUs talk only over PCIe."""
+    """ "nvlink" when any pair shares NVLink, "pcie" when several GPUs talk only over PCIe."""
     if gpu_count < 2:
         return "none"
     if any(link.link.startswith("NV") for link in links):
@@ -116,10 +128,14 @@ def probe_gpus() -> GpuProbe:
         handles = [pynvml.nvmlDeviceGetHandleByIndex(index) for index in range(pynvml.nvmlDeviceGetCount())]
         gpus = [_gpu_info(pynvml, index, handle) for index, handle in enumerate(handles)]
         links = _links(pynvml, handles)
-        return GpuProbe(gpus=gpus, topology=links, interconnect=interconnect_of(len(gpus), links),
-                        driver_version=_text(pynvml.nvmlSystemGetDriverVersion()),
-                        cuda_version=_cuda_version(pynvml),
-                        error=None if gpus else f"{NO_GPU_PREFIX}: the driver reports 0 devices")
+        return GpuProbe(
+            gpus=gpus,
+            topology=links,
+            interconnect=interconnect_of(len(gpus), links),
+            driver_version=_text(pynvml.nvmlSystemGetDriverVersion()),
+            cuda_version=_cuda_version(pynvml),
+            error=None if gpus else f"{NO_GPU_PREFIX}: the driver reports 0 devices",
+        )
     except pynvml.NVMLError as error:
         return GpuProbe(error=f"NVML query failed: {error}")
     finally:

@@ -34,8 +34,7 @@ from types import FrameType
 
 import psutil
 
-FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
-                     signal.SIGUSR2)
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 LEFTOVER_GRACE_SECONDS = 3.0
 LOG_PREFIX = "[opsloop-supervise]"
 _PR_SET_CHILD_SUBREAPER = 36
@@ -78,8 +77,7 @@ def _terminate_leftovers() -> None:
     leftovers = psutil.Process().children(recursive=True)
     if not leftovers:
         return
-    print(f"{LOG_PREFIX} terminating {len(leftovers)} leftover worker process(es)", file=sys.stderr,
-          flush=True)
+    print(f"{LOG_PREFIX} terminating {len(leftovers)} leftover worker process(es)", file=sys.stderr, flush=True)
     for process in leftovers:
         with contextlib.suppress(psutil.Error):
             process.terminate()
@@ -93,9 +91,14 @@ def _terminate_leftovers() -> None:
 def _write_record(exit_dir: Path, exit_code: int, argv: list[str]) -> None:
     me = psutil.Process()
     path = exit_record_path(exit_dir, me.pid, me.create_time())
-    record = {"pid": me.pid, "create_time": me.create_time(), "exit_code": exit_code,
-              "description": describe_exit(exit_code), "program": argv[0] if argv else "",
-              "ended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    record = {
+        "pid": me.pid,
+        "create_time": me.create_time(),
+        "exit_code": exit_code,
+        "description": describe_exit(exit_code),
+        "program": argv[0] if argv else "",
+        "ended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
     exit_dir.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(record), encoding="utf-8")
@@ -108,8 +111,11 @@ def supervise(argv: list[str], exit_dir: Path, cwd: Path | None = None) -> int:
     try:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=cwd)
     except OSError as error:
-        print(f"{LOG_PREFIX} could not start {argv[0] if argv else '(empty command)'}: {error}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{LOG_PREFIX} could not start {argv[0] if argv else '(empty command)'}: {error}",
+            file=sys.stderr,
+            flush=True,
+        )
         _write_record(exit_dir, 127, argv)
         return 127
 
@@ -123,8 +129,12 @@ def supervise(argv: list[str], exit_dir: Path, cwd: Path | None = None) -> int:
     exit_code = child.wait()
     started_cleanup = time.monotonic()
     _terminate_leftovers()
-    print(f"{LOG_PREFIX} process {child.pid} {describe_exit(exit_code)}"
-          f" (cleanup {time.monotonic() - started_cleanup:.1f} s)", file=sys.stderr, flush=True)
+    print(
+        f"{LOG_PREFIX} process {child.pid} {describe_exit(exit_code)}"
+        f" (cleanup {time.monotonic() - started_cleanup:.1f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     _write_record(exit_dir, exit_code, argv)
     return exit_code
 

@@ -92,8 +92,7 @@ def detect_engine(window: LogWindow) -> EngineGuess:
     return "sglang" if sglang >= vllm else "vllm"
 
 
-def _first_match(regex: re.Pattern[str], window: LogWindow, library: SignatureLibrary,
-                 start_line: int) -> int | None:
+def _first_match(regex: re.Pattern[str], window: LogWindow, library: SignatureLibrary, start_line: int) -> int | None:
     """Index of the first non-benign line at or after ``start_line`` that the regex matches."""
     position = window.text_start_of(start_line)
     while (match := regex.search(window.text, position)) is not None:
@@ -104,17 +103,16 @@ def _first_match(regex: re.Pattern[str], window: LogWindow, library: SignatureLi
     return None
 
 
-def _signature_match(signature: Signature, window: LogWindow, library: SignatureLibrary,
-                     start_line: int) -> int | None:
+def _signature_match(signature: Signature, window: LogWindow, library: SignatureLibrary, start_line: int) -> int | None:
     if signature.only_if_last:
         start_line = max(start_line, len(window.lines) - LAST_LINES)
-    indexes = [index for regex in signature.regexes
-               if (index := _first_match(regex, window, library, start_line)) is not None]
+    indexes = [
+        index for regex in signature.regexes if (index := _first_match(regex, window, library, start_line)) is not None
+    ]
     return min(indexes) if indexes else None
 
 
-def _failures(window: LogWindow, library: SignatureLibrary, engine: str | None,
-              start_line: int = 0) -> list[_Match]:
+def _failures(window: LogWindow, library: SignatureLibrary, engine: str | None, start_line: int = 0) -> list[_Match]:
     found: dict[str, _Match] = {}
     for signature in library.signatures:
         if not signature.applies_to(engine):
@@ -208,25 +206,44 @@ class Diagnoser:
             ordered.remove("nccl_p2p_disable")
             position = 0 if self.hints.interconnect == "pcie" else min(1, len(ordered))
             ordered.insert(position, "nccl_p2p_disable")
-        return [Remedy(id=identifier, text=self.library.remedies[identifier].text,
-                       action=self.library.remedies[identifier].action.compact()) for identifier in ordered]
+        return [
+            Remedy(
+                id=identifier,
+                text=self.library.remedies[identifier].text,
+                action=self.library.remedies[identifier].action.compact(),
+            )
+            for identifier in ordered
+        ]
 
-    def result(self, diagnosis_class: DiagnosisClass, confidence: float, index: int | None, summary: str,
-               remedies: list[str], signature: str | None = None) -> Diagnosis:
+    def result(
+        self,
+        diagnosis_class: DiagnosisClass,
+        confidence: float,
+        index: int | None,
+        summary: str,
+        remedies: list[str],
+        signature: str | None = None,
+    ) -> Diagnosis:
         window = self.window
         progress = _last_progress(window, self.library)
         evidence = []
         if progress is not None and progress[0] != index:
             evidence.append(self._cite(progress[0]))
         return Diagnosis(
-            diagnosis_class=diagnosis_class, confidence=round(min(confidence, 0.99), 2),
+            diagnosis_class=diagnosis_class,
+            confidence=round(min(confidence, 0.99), 2),
             line_number=window.numbers[index] if index is not None else None,
             key_line=window.lines[index] if index is not None else None,
-            remedies=self.remedies(remedies, diagnosis_class), engine=self.engine, summary=summary,
-            signature=signature, evidence=evidence,
+            remedies=self.remedies(remedies, diagnosis_class),
+            engine=self.engine,
+            summary=summary,
+            signature=signature,
+            evidence=evidence,
             lines_from_end=window.lines_from_end(index) if index is not None else None,
-            progress=progress[2] if progress else None, log_size_bytes=window.file_size,
-            bytes_read=window.bytes_read)
+            progress=progress[2] if progress else None,
+            log_size_bytes=window.file_size,
+            bytes_read=window.bytes_read,
+        )
 
     def _cite(self, index: int) -> str:
         number = self.window.numbers[index]
@@ -251,26 +268,33 @@ class Diagnoser:
             if signature.prefer_exception_line:
                 index = self._exception_line(index)
             confidence = signature.confidence + 0.02 * (best.supporters - 1)
-            return self.result(signature.diagnosis_class, confidence, index, signature.summary,
-                               signature.remedies, signature.id)
+            return self.result(
+                signature.diagnosis_class, confidence, index, signature.summary, signature.remedies, signature.id
+            )
         acceptance = _low_acceptance(window)
         if acceptance is not None:
-            return self.result("spec_decode_problem", 0.6, acceptance[0],
-                               f"Speculative decoding accepts almost nothing (mean accept length "
-                               f"{acceptance[1]:.2f}, 1.0 means no gain).", ["check_draft_model",
-                                                                             "disable_speculation"])
+            return self.result(
+                "spec_decode_problem",
+                0.6,
+                acceptance[0],
+                f"Speculative decoding accepts almost nothing (mean accept length "
+                f"{acceptance[1]:.2f}, 1.0 means no gain).",
+                ["check_draft_model", "disable_speculation"],
+            )
         return self._without_signature(ready, log_age_seconds)
 
     def _without_signature(self, ready: int | None, log_age_seconds: float | None) -> Diagnosis:
         window, hints = self.window, self.hints
         last = len(window.lines) - 1
         if hints.exit_code is not None and hints.exit_code in (-9, 137):
-            return self.result("process_killed", 0.7, last, "The process was killed with SIGKILL.",
-                               ["check_host_memory"])
+            return self.result(
+                "process_killed", 0.7, last, "The process was killed with SIGKILL.", ["check_host_memory"]
+            )
         if hints.exit_code not in (None, 0) or (hints.process_alive is False and ready is None):
             index = self._exception_line(last)
-            return self.result("unknown", 0.3, index, "The process ended without a recognised cause.",
-                               ["inspect_traceback"])
+            return self.result(
+                "unknown", 0.3, index, "The process ended without a recognised cause.", ["inspect_traceback"]
+            )
         if ready is not None:
             return self.result("healthy", 0.9, ready, "The engine reported ready; no failure followed.", [])
         progress = _last_progress(window, self.library)
@@ -278,27 +302,36 @@ class Diagnoser:
         nccl_init = _last_match(window, _NCCL_INIT)
         tail_is_nccl_init = nccl_init is not None and (
             (progress is not None and progress[1] == "distributed_init")
-            or _NCCL_INIT.search(window.lines[last]) is not None)
+            or _NCCL_INIT.search(window.lines[last]) is not None
+        )
         if stale and tail_is_nccl_init and nccl_init is not None:
             index = window.line_index_at(nccl_init.start())
-            return self.result("nccl_hang", 0.6, index,
-                               f"No output for {log_age_seconds:.0f} s right after distributed/NCCL "
-                               "initialisation: collective set-up is probably stuck.",
-                               ["nccl_p2p_disable", "nccl_debug_info", "enable_p2p_check"])
+            return self.result(
+                "nccl_hang",
+                0.6,
+                index,
+                f"No output for {log_age_seconds:.0f} s right after distributed/NCCL "
+                "initialisation: collective set-up is probably stuck.",
+                ["nccl_p2p_disable", "nccl_debug_info", "enable_p2p_check"],
+            )
         if progress is not None:
             confidence = 0.4 if stale else 0.7
             quiet = f" No output for {log_age_seconds:.0f} s; check CPU/IO/GPU counters." if stale else ""
-            return self.result("loading", confidence, progress[0], f"Still starting: {progress[2]}.{quiet}",
-                               ["keep_waiting"])
+            return self.result(
+                "loading", confidence, progress[0], f"Still starting: {progress[2]}.{quiet}", ["keep_waiting"]
+            )
         if _last_index(window, _ERRORISH, lambda line: not self.library.is_benign(line)) is not None:
-            return self.result("unknown", 0.3, self._exception_line(last),
-                               "Errors were logged; none matches a known signature.", ["inspect_traceback"])
-        return self.result("loading", 0.5, last, "The engine is starting; no loading milestone yet.",
-                           ["keep_waiting"])
+            return self.result(
+                "unknown",
+                0.3,
+                self._exception_line(last),
+                "Errors were logged; none matches a known signature.",
+                ["inspect_traceback"],
+            )
+        return self.result("loading", 0.5, last, "The engine is starting; no loading milestone yet.", ["keep_waiting"])
 
 
-def diagnose_text(text: str, hints: DiagnosisHints | None = None,
-                  library: SignatureLibrary | None = None) -> Diagnosis:
+def diagnose_text(text: str, hints: DiagnosisHints | None = None, library: SignatureLibrary | None = None) -> Diagnosis:
     """Diagnose log text held in memory (line numbers start at 1)."""
     lines = text.splitlines()
     offsets: list[int] = []
@@ -306,13 +339,25 @@ def diagnose_text(text: str, hints: DiagnosisHints | None = None,
     for line in lines:
         offsets.append(position)
         position += len(line.encode()) + 1
-    window = LogWindow(lines=lines, numbers=list(range(1, len(lines) + 1)), offsets=offsets,
-                       file_size=len(text.encode()), bytes_read=len(text.encode()), whole_file=True)
+    window = LogWindow(
+        lines=lines,
+        numbers=list(range(1, len(lines) + 1)),
+        offsets=offsets,
+        file_size=len(text.encode()),
+        bytes_read=len(text.encode()),
+        whole_file=True,
+    )
     return Diagnoser(window, hints or DiagnosisHints(), library or load_library()).diagnose(None)
 
 
-def diagnose_file(path: Path, hints: DiagnosisHints | None = None, library: SignatureLibrary | None = None,
-                  *, tail_bytes: int | None = None, head_bytes: int | None = None) -> Diagnosis:
+def diagnose_file(
+    path: Path,
+    hints: DiagnosisHints | None = None,
+    library: SignatureLibrary | None = None,
+    *,
+    tail_bytes: int | None = None,
+    head_bytes: int | None = None,
+) -> Diagnosis:
     """Diagnose a log file reading only a bounded head and tail (see :mod:`tools.logs.window`)."""
     sizes: dict[str, int] = {}
     if tail_bytes is not None:

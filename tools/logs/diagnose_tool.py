@@ -14,19 +14,20 @@ from tools.redact import redact_text
 
 
 class DiagnoseLogArgs(LogTarget):
-    stale_after_seconds: float = Field(600.0, gt=0, description="A log silent this long right after NCCL "
-                                       "initialisation counts as an NCCL hang.")
+    stale_after_seconds: float = Field(
+        600.0, gt=0, description="A log silent this long right after NCCL initialisation counts as an NCCL hang."
+    )
 
 
 class DiagnoseLogOutput(Diagnosis, ToolOutput):
     """The diagnosis itself: {"class", "confidence", "line_number", "key_line", "remedies", "engine", ...}."""
 
 
-def hints_for(context: ToolContext, process: str | None, path_given: bool,
-              stale_after_seconds: float = 600.0) -> DiagnosisHints:
+def hints_for(
+    context: ToolContext, process: str | None, path_given: bool, stale_after_seconds: float = 600.0
+) -> DiagnosisHints:
     """What the state knows that the log does not: interconnect, engine, and how the process ended."""
-    hints = DiagnosisHints(interconnect=context.state.environment.interconnect,
-                           stale_after_seconds=stale_after_seconds)
+    hints = DiagnosisHints(interconnect=context.state.environment.interconnect, stale_after_seconds=stale_after_seconds)
     if path_given:
         return hints
     record = resolve_process(context.state, process, kind=None if process else "engine")
@@ -47,7 +48,8 @@ class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
         "unsupported_arch, cuda_graph_capture_failure, port_in_use, model_load_error, spec_decode_problem, "
         "process_killed, gpu_hardware_fault, unknown. Returns the most telling line with its number, a "
         "confidence and concrete remedies (each with a machine-usable action). Reads only a bounded "
-        "head and tail of the log.")
+        "head and tail of the log."
+    )
     args_model = DiagnoseLogArgs
     output_model = DiagnoseLogOutput
     timeout_seconds: ClassVar[float] = 60.0

@@ -16,9 +16,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DiagnosisClass = Literal[
-    "healthy", "loading", "nccl_hang", "nccl_error", "cuda_oom", "unsupported_arch",
-    "cuda_graph_capture_failure", "port_in_use", "model_load_error", "spec_decode_problem",
-    "process_killed", "gpu_hardware_fault", "unknown",
+    "healthy",
+    "loading",
+    "nccl_hang",
+    "nccl_error",
+    "cuda_oom",
+    "unsupported_arch",
+    "cuda_graph_capture_failure",
+    "port_in_use",
+    "model_load_error",
+    "spec_decode_problem",
+    "process_killed",
+    "gpu_hardware_fault",
+    "unknown",
 ]
 EngineName = Literal["sglang", "vllm"]
 FlagValue = str | int | float | bool

@@ -48,8 +48,9 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def read_last_lines(path: Path, max_lines: int, *, max_bytes: int = 8 * 1024 * 1024,
-                    keep: Callable[[str], bool] | None = None) -> TailRead:
+def read_last_lines(
+    path: Path, max_lines: int, *, max_bytes: int = 8 * 1024 * 1024, keep: Callable[[str], bool] | None = None
+) -> TailRead:
     """The last ``max_lines`` lines (those passing ``keep``), scanning backwards at most ``max_bytes``."""
     size = path.stat().st_size
     position = size
@@ -83,9 +84,14 @@ def read_last_lines(path: Path, max_lines: int, *, max_bytes: int = 8 * 1024 * 1
                     if len(kept) >= max_lines:
                         break
     kept.reverse()
-    return TailRead(lines=[text for _, text in kept], start_offset=kept[0][0] if kept else size,
-                    end_offset=size, file_size=size, scanned_bytes=size - position,
-                    reached_start=position == 0)
+    return TailRead(
+        lines=[text for _, text in kept],
+        start_offset=kept[0][0] if kept else size,
+        end_offset=size,
+        file_size=size,
+        scanned_bytes=size - position,
+        reached_start=position == 0,
+    )
 
 
 def read_since(path: Path, offset: int, *, max_bytes: int = 256 * 1024) -> SinceRead:
@@ -101,12 +107,18 @@ def read_since(path: Path, offset: int, *, max_bytes: int = 256 * 1024) -> Since
         data = handle.read(max_bytes)
     boundary = max(data.rfind(b"\n"), data.rfind(b"\r"))
     if boundary >= 0:
-        data = data[:boundary + 1]
+        data = data[: boundary + 1]
     elif len(data) < max_bytes:
         data = b""  # an unfinished line; wait for its end
     new_offset = start + len(data)
-    return SinceRead(text=_decode(data), start_offset=start, new_offset=new_offset, file_size=size,
-                     more_available=new_offset < size, restarted=restarted)
+    return SinceRead(
+        text=_decode(data),
+        start_offset=start,
+        new_offset=new_offset,
+        file_size=size,
+        more_available=new_offset < size,
+        restarted=restarted,
+    )
 
 
 def compile_filter(pattern: str | None, *, regex: bool) -> Callable[[str], bool] | None:

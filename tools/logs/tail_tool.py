@@ -16,8 +16,11 @@ from tools.redact import redact_text
 
 class LogTarget(ToolArgs):
     path: str | None = Field(None, description="A log file. Give this or process, not both.")
-    process: str | None = Field(None, description="Name of a managed process (e.g. an engine); its log is "
-                                                  "used. Without path and process: the newest engine.")
+    process: str | None = Field(
+        None,
+        description="Name of a managed process (e.g. an engine); its log is "
+        "used. Without path and process: the newest engine.",
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> LogTarget:
@@ -29,8 +32,7 @@ class LogTarget(ToolArgs):
         if self.path:
             path = Path(self.path).expanduser()
         else:
-            path = Path(resolve_process(context.state, self.process,
-                                        kind=None if self.process else "engine").log_path)
+            path = Path(resolve_process(context.state, self.process, kind=None if self.process else "engine").log_path)
         if not path.is_file():
             raise ToolError(f"log file {path} does not exist (yet)")
         return path
@@ -38,12 +40,17 @@ class LogTarget(ToolArgs):
 
 class TailLogArgs(LogTarget):
     lines: int = Field(50, ge=1, le=5000, description="How many lines to return (from the end).")
-    since_offset: int | None = Field(None, ge=0, description="Return what was written after this byte "
-                                     "offset instead of the last lines; pass back new_offset next time.")
+    since_offset: int | None = Field(
+        None,
+        ge=0,
+        description="Return what was written after this byte "
+        "offset instead of the last lines; pass back new_offset next time.",
+    )
     filter: str | None = Field(None, description="Keep only lines containing this text (case-insensitive).")
     regex: bool = Field(False, description="Treat filter as a Python regular expression.")
-    max_bytes: int = Field(256 * 1024, ge=1024, le=16 * 1024 * 1024,
-                           description="Most bytes to scan; bounds the cost on multi-GB logs.")
+    max_bytes: int = Field(
+        256 * 1024, ge=1024, le=16 * 1024 * 1024, description="Most bytes to scan; bounds the cost on multi-GB logs."
+    )
 
 
 class TailLogOutput(ToolOutput):
@@ -61,7 +68,8 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
     name = "tail_log"
     description = (
         "Read the end of a log file (last N lines) or everything written since a byte offset; reads from "
-        "the end, so it is cheap on multi-GB engine logs. Optional filter. Use new_offset to follow a log.")
+        "the end, so it is cheap on multi-GB engine logs. Optional filter. Use new_offset to follow a log."
+    )
     args_model = TailLogArgs
     output_model = TailLogOutput
     timeout_seconds: ClassVar[float] = 60.0
@@ -75,17 +83,31 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
         if args.since_offset is not None:
             chunk = read_since(path, args.since_offset, max_bytes=args.max_bytes)
             lines = [last_frame(line) for line in chunk.text.splitlines()]
-            lines = [line for line in lines if keep is None or keep(line)][-args.lines:]
-            return TailLogOutput(log_path=str(path), lines=_redacted(lines),
-                                 start_offset=chunk.start_offset, new_offset=chunk.new_offset,
-                                 file_size=chunk.file_size, more_available=chunk.more_available,
-                                 restarted=chunk.restarted)
-        tail = read_last_lines(path, args.lines, max_bytes=args.max_bytes,
-                               keep=None if keep is None else lambda line: keep(last_frame(line)))
-        return TailLogOutput(log_path=str(path), lines=_redacted([last_frame(line) for line in tail.lines]),
-                             start_offset=tail.start_offset, new_offset=tail.end_offset,
-                             file_size=tail.file_size, more_available=False,
-                             scan_limited=len(tail.lines) < args.lines and not tail.reached_start)
+            lines = [line for line in lines if keep is None or keep(line)][-args.lines :]
+            return TailLogOutput(
+                log_path=str(path),
+                lines=_redacted(lines),
+                start_offset=chunk.start_offset,
+                new_offset=chunk.new_offset,
+                file_size=chunk.file_size,
+                more_available=chunk.more_available,
+                restarted=chunk.restarted,
+            )
+        tail = read_last_lines(
+            path,
+            args.lines,
+            max_bytes=args.max_bytes,
+            keep=None if keep is None else lambda line: keep(last_frame(line)),
+        )
+        return TailLogOutput(
+            log_path=str(path),
+            lines=_redacted([last_frame(line) for line in tail.lines]),
+            start_offset=tail.start_offset,
+            new_offset=tail.end_offset,
+            file_size=tail.file_size,
+            more_available=False,
+            scan_limited=len(tail.lines) < args.lines and not tail.reached_start,
+        )
 
 
 def _redacted(lines: list[str]) -> list[str]:

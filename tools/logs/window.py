@@ -79,17 +79,28 @@ def _count_newlines(path: Path, end: int) -> int:
     return total
 
 
-def read_window(path: Path, *, head_bytes: int = DEFAULT_HEAD_BYTES, tail_bytes: int = DEFAULT_TAIL_BYTES,
-                count_limit_bytes: int = DEFAULT_COUNT_LIMIT_BYTES) -> LogWindow:
+def read_window(
+    path: Path,
+    *,
+    head_bytes: int = DEFAULT_HEAD_BYTES,
+    tail_bytes: int = DEFAULT_TAIL_BYTES,
+    count_limit_bytes: int = DEFAULT_COUNT_LIMIT_BYTES,
+) -> LogWindow:
     size = path.stat().st_size
     with open(path, "rb") as handle:
         if size <= head_bytes + tail_bytes:
             data = handle.read(size)
             lines, offsets = _split(data, 0)
-            return LogWindow(lines=lines, numbers=list(range(1, len(lines) + 1)), offsets=offsets,
-                             file_size=size, bytes_read=size, whole_file=True)
+            return LogWindow(
+                lines=lines,
+                numbers=list(range(1, len(lines) + 1)),
+                offsets=offsets,
+                file_size=size,
+                bytes_read=size,
+                whole_file=True,
+            )
         head = handle.read(head_bytes)
-        head = head[:head.rfind(b"\n") + 1]
+        head = head[: head.rfind(b"\n") + 1]
         tail_start = size - tail_bytes
         handle.seek(tail_start)
         tail = handle.read(tail_bytes)
@@ -106,6 +117,12 @@ def read_window(path: Path, *, head_bytes: int = DEFAULT_HEAD_BYTES, tail_bytes:
         numbers += list(range(first_tail_number, first_tail_number + len(tail_lines)))
     else:
         numbers += [None] * len(tail_lines)
-    return LogWindow(lines=head_lines + tail_lines, numbers=numbers, offsets=head_offsets + tail_offsets,
-                     file_size=size, bytes_read=len(head) + tail_bytes + extra_read, whole_file=False,
-                     head_line_count=len(head_lines))
+    return LogWindow(
+        lines=head_lines + tail_lines,
+        numbers=numbers,
+        offsets=head_offsets + tail_offsets,
+        file_size=size,
+        bytes_read=len(head) + tail_bytes + extra_read,
+        whole_file=False,
+        head_line_count=len(head_lines),
+    )

@@ -20,8 +20,10 @@ from tools.patch.write_guard import ConfinedPath, WriteRefused, confine, read_by
 from tools.records import PatchRecord
 from tools.redact import redact_text
 
-SITE_PACKAGES_PROBE = ("import json, sysconfig; paths = sysconfig.get_paths(); "
-                       "print(json.dumps(sorted({paths['purelib'], paths['platlib']})))")
+SITE_PACKAGES_PROBE = (
+    "import json, sysconfig; paths = sysconfig.get_paths(); "
+    "print(json.dumps(sorted({paths['purelib'], paths['platlib']})))"
+)
 _SITE_PACKAGES: dict[tuple[str, str], list[Path]] = {}
 
 
@@ -29,8 +31,7 @@ class PatchFileArgs(ToolArgs):
     path: str = Field(description="File to edit; relative paths are taken from the working directory.")
     search: str | None = Field(default=None, description="Exact text to replace; must occur exactly once.")
     replace: str | None = Field(default=None, description="Replacement for `search`.")
-    diff: str | None = Field(default=None,
-                             description="A unified diff for this one file, instead of search/replace.")
+    diff: str | None = Field(default=None, description="A unified diff for this one file, instead of search/replace.")
     reason: str = Field(default="", description="Why this edit is made (kept with the patch record).")
 
     @model_validator(mode="after")
@@ -117,18 +118,22 @@ def _edited_text(args: PatchFileArgs, original: str, shown_path: str) -> str:
     assert args.search is not None and args.replace is not None
     matches = _count_occurrences(original, args.search)
     if matches != 1:
-        hint = ("add surrounding lines to make it unique" if matches > 1
-                else "re-read the file; whitespace and indentation must match exactly")
-        raise ToolError(f"search text matches {matches} times in {shown_path} "
-                        f"(it must match exactly once); {hint}")
+        hint = (
+            "add surrounding lines to make it unique"
+            if matches > 1
+            else "re-read the file; whitespace and indentation must match exactly"
+        )
+        raise ToolError(f"search text matches {matches} times in {shown_path} (it must match exactly once); {hint}")
     return original.replace(args.search, args.replace, 1)
 
 
 class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
     name = "patch_file"
-    description = ("Edit a file inside the writable roots (working directory, engine site-packages): an "
-                   "exact search/replace that must match exactly once, or a unified diff. The original is "
-                   "backed up and the edit can be undone with revert_patch.")
+    description = (
+        "Edit a file inside the writable roots (working directory, engine site-packages): an "
+        "exact search/replace that must match exactly once, or a unified diff. The original is "
+        "backed up and the edit can be undone with revert_patch."
+    )
     args_model = PatchFileArgs
     output_model = PatchFileOutput
     timeout_seconds = 30.0
@@ -159,17 +164,27 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
             write_bytes_atomic(target, edited_bytes, expected=info)
         except WriteRefused as error:
             raise ToolError(str(error)) from None
-        context.state.patches.append(PatchRecord(
-            id=patch_id, path=shown, backup_path=str(backup_path), diff=diff, reason=args.reason,
-            original_sha256=_sha256(original_bytes), patched_sha256=_sha256(edited_bytes)))
+        context.state.patches.append(
+            PatchRecord(
+                id=patch_id,
+                path=shown,
+                backup_path=str(backup_path),
+                diff=diff,
+                reason=args.reason,
+                original_sha256=_sha256(original_bytes),
+                patched_sha256=_sha256(edited_bytes),
+            )
+        )
         context.checkpoint()
         return PatchFileOutput(patch_id=patch_id, path=shown, backup_path=str(backup_path), diff=diff)
 
 
 class RevertPatchTool(Tool[RevertPatchArgs, RevertPatchOutput]):
     name = "revert_patch"
-    description = ("Undo a patch made by patch_file by restoring the backed-up original. Later patches of "
-                   "the same file must be reverted first.")
+    description = (
+        "Undo a patch made by patch_file by restoring the backed-up original. Later patches of "
+        "the same file must be reverted first."
+    )
     args_model = RevertPatchArgs
     output_model = RevertPatchOutput
     timeout_seconds = 30.0
@@ -182,8 +197,9 @@ class RevertPatchTool(Tool[RevertPatchArgs, RevertPatchOutput]):
             raise ToolError(f"no patch {args.patch_id!r}; known patches: {known}")
         if record.reverted:
             raise ToolError(f"{record.id} was already reverted")
-        later = [item.id for item in patches[patches.index(record) + 1:]
-                 if item.path == record.path and not item.reverted]
+        later = [
+            item.id for item in patches[patches.index(record) + 1 :] if item.path == record.path and not item.reverted
+        ]
         if later:
             raise ToolError(f"{record.path} has later patches ({', '.join(later)}); revert them first")
         target = _confine(record.path, context)
@@ -194,8 +210,10 @@ class RevertPatchTool(Tool[RevertPatchArgs, RevertPatchOutput]):
             raise ToolError(f"cannot revert {record.id}: {error}") from None
         expected = getattr(record, "patched_sha256", None)
         if expected and _sha256(current) != expected and not args.force:
-            raise ToolError(f"{record.path} changed after {record.id} was applied; reverting would discard "
-                            "those changes. Inspect it, or call again with force=true")
+            raise ToolError(
+                f"{record.path} changed after {record.id} was applied; reverting would discard "
+                "those changes. Inspect it, or call again with force=true"
+            )
         try:
             write_bytes_atomic(target, backup, expected=info)
         except WriteRefused as error:

@@ -75,8 +75,13 @@ def parse_hunks(diff_text: str) -> tuple[list[Hunk], list[str]]:
 
 
 def _drop_last_newline(hunk: Hunk, previous_line: str) -> None:
-    for lines in ((hunk.old_lines, hunk.new_lines) if previous_line.startswith(" ")
-                  else (hunk.old_lines,) if previous_line.startswith("-") else (hunk.new_lines,)):
+    for lines in (
+        (hunk.old_lines, hunk.new_lines)
+        if previous_line.startswith(" ")
+        else (hunk.old_lines,)
+        if previous_line.startswith("-")
+        else (hunk.new_lines,)
+    ):
         if lines and lines[-1].endswith("\n"):
             lines[-1] = lines[-1].rstrip("\r\n")
 
@@ -92,9 +97,11 @@ def apply_diff(original: str, diff_text: str) -> str:
         found = _locate(source, hunk.old_lines, wanted, position)
         if found is None:
             first = hunk.old_lines[0].rstrip() if hunk.old_lines else ""
-            raise DiffError(f"hunk {index} ({hunk.header}) does not apply: its context/removed lines are not "
-                            f"in the file at or after line {position + 1} (first expected line: {first!r}); "
-                            "re-read the file and regenerate the diff")
+            raise DiffError(
+                f"hunk {index} ({hunk.header}) does not apply: its context/removed lines are not "
+                f"in the file at or after line {position + 1} (first expected line: {first!r}); "
+                "re-read the file and regenerate the diff"
+            )
         result.extend(source[position:found])
         result.extend(hunk.new_lines)
         position = found + len(hunk.old_lines)
@@ -107,8 +114,7 @@ def _locate(source: list[str], block: list[str], wanted: int, floor: int) -> int
     size = len(block)
     if size == 0:
         return min(max(wanted, floor), len(source))
-    candidates = [start for start in range(floor, len(source) - size + 1)
-                  if source[start:start + size] == block]
+    candidates = [start for start in range(floor, len(source) - size + 1) if source[start : start + size] == block]
     if not candidates:
         return None
     return min(candidates, key=lambda start: abs(start - wanted))
@@ -116,6 +122,10 @@ def _locate(source: list[str], block: list[str], wanted: int, floor: int) -> int
 
 def make_diff(before: str, after: str, path: str) -> str:
     """A unified diff from ``before`` to ``after`` with a/ and b/ file headers."""
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{path.lstrip('/')}", tofile=f"b/{path.lstrip('/')}")
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{path.lstrip('/')}",
+        tofile=f"b/{path.lstrip('/')}",
+    )
     return "".join(line if line.endswith("\n") else f"{line}\n{NO_NEWLINE}\n" for line in lines)

@@ -53,8 +53,9 @@ def confine(raw_path: str, roots: Sequence[Path]) -> ConfinedPath:
             link = f" (to {os.readlink(candidate)!r})"
         except OSError:  # replaced again since the check above: still refused, without the link's target
             link = ""
-        raise WriteRefused(f"refused {raw_path!r}: it is a symbolic link{link}; "
-                           "patch the file it points to by its own path")
+        raise WriteRefused(
+            f"refused {raw_path!r}: it is a symbolic link{link}; patch the file it points to by its own path"
+        )
     try:
         real = Path(os.path.realpath(candidate))
     except OSError as error:  # a component was replaced while it was being resolved
@@ -65,8 +66,10 @@ def confine(raw_path: str, roots: Sequence[Path]) -> ConfinedPath:
             return ConfinedPath(root=real_root, parts=real.relative_to(real_root).parts)
     allowed = ", ".join(str(root) for root in roots)
     escape = " (through a symbolic link)" if real != Path(os.path.abspath(candidate)) else ""
-    raise WriteRefused(f"refused {raw_path!r}: it resolves to {real}{escape}, outside the writable roots "
-                       f"({allowed}); add a root in the configuration if this edit is intended")
+    raise WriteRefused(
+        f"refused {raw_path!r}: it resolves to {real}{escape}, outside the writable roots "
+        f"({allowed}); add a root in the configuration if this edit is intended"
+    )
 
 
 @contextmanager
@@ -81,8 +84,10 @@ def _open_parent(target: ConfinedPath) -> Iterator[int]:
             try:
                 child = os.open(part, flags, dir_fd=descriptor)
             except OSError as error:
-                raise WriteRefused(f"refused {target.path}: directory component {part!r} cannot be opened "
-                                   f"without following a link ({error.strerror})") from error
+                raise WriteRefused(
+                    f"refused {target.path}: directory component {part!r} cannot be opened "
+                    f"without following a link ({error.strerror})"
+                ) from error
             os.close(descriptor)
             descriptor = child
         yield descriptor
@@ -98,8 +103,9 @@ def read_bytes(target: ConfinedPath) -> tuple[bytes, os.stat_result]:
         except FileNotFoundError:
             raise WriteRefused(f"{target.path} does not exist") from None
         except OSError as error:
-            raise WriteRefused(f"refused {target.path}: cannot open it without following a link "
-                               f"({error.strerror})") from error
+            raise WriteRefused(
+                f"refused {target.path}: cannot open it without following a link ({error.strerror})"
+            ) from error
         try:
             info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):
@@ -126,8 +132,9 @@ def write_bytes_atomic(target: ConfinedPath, data: bytes, expected: os.stat_resu
             current = None
         if current is not None and not stat.S_ISREG(current.st_mode):
             raise WriteRefused(f"refused {target.path}: it is no longer a regular file (replaced by a link?)")
-        if expected is not None and (current is None or (current.st_ino, current.st_dev)
-                                     != (expected.st_ino, expected.st_dev)):
+        if expected is not None and (
+            current is None or (current.st_ino, current.st_dev) != (expected.st_ino, expected.st_dev)
+        ):
             raise WriteRefused(f"refused {target.path}: the file was replaced while it was being patched")
         mode = stat.S_IMODE(current.st_mode) if current is not None else 0o644
         temporary = f".{name}.opsloop-{os.getpid()}.tmp"

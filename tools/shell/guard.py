@@ -24,8 +24,18 @@ BLOCK_DEVICE = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|nbd|disk
 FORMATTERS = re.compile(r"^(mkfs(\..+)?|mke2fs|mkswap|wipefs|mkfs_\w+|newfs\w*)$")
 PARTITIONERS = {"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted", "blkdiscard"}
 POWER = {"shutdown", "reboot", "halt", "poweroff", "kexec"}
-SYSTEMCTL_POWER = {"reboot", "poweroff", "halt", "kexec", "suspend", "hibernate", "hybrid-sleep",
-                   "emergency", "rescue", "soft-reboot"}
+SYSTEMCTL_POWER = {
+    "reboot",
+    "poweroff",
+    "halt",
+    "kexec",
+    "suspend",
+    "hibernate",
+    "hybrid-sleep",
+    "emergency",
+    "rescue",
+    "soft-reboot",
+}
 KILL_SIGNAL_OPTIONS = {"-s", "-n", "--signal"}
 SIGNAL_OPTION = re.compile(r"-(\d+|(SIG)?[A-Z][A-Z0-9+-]{2,})")
 
@@ -91,22 +101,25 @@ def _rm(command: SimpleCommand, context: GuardContext) -> list[str]:
             options.append(item)
         else:
             targets.append(item)
-    recursive = any(re.fullmatch(r"-[a-zA-Z]*[rR][a-zA-Z]*", option) or option == "--recursive"
-                    for option in options)
+    recursive = any(re.fullmatch(r"-[a-zA-Z]*[rR][a-zA-Z]*", option) or option == "--recursive" for option in options)
     reasons = ["--no-preserve-root removes the root guard"] if "--no-preserve-root" in options else []
     if not recursive:
         return reasons
     if command.args_from_stdin:
         reasons.append("recursive delete of paths that arrive on stdin (xargs)")
-    return reasons + [f"recursive delete: {problem}" for target in targets
-                      if (problem := delete_target_problem(target, context))]
+    return reasons + [
+        f"recursive delete: {problem}" for target in targets if (problem := delete_target_problem(target, context))
+    ]
 
 
 def _find(command: SimpleCommand, context: GuardContext) -> list[str]:
     argv = command.argv
-    deletes = "-delete" in argv or any(argv[index] in ("-exec", "-execdir", "-ok", "-okdir")
-                                       and index + 1 < len(argv) and Path(argv[index + 1]).name in ("rm", "shred")
-                                       for index in range(len(argv)))
+    deletes = "-delete" in argv or any(
+        argv[index] in ("-exec", "-execdir", "-ok", "-okdir")
+        and index + 1 < len(argv)
+        and Path(argv[index + 1]).name in ("rm", "shred")
+        for index in range(len(argv))
+    )
     if not deletes:
         return []
     starts = []
@@ -114,14 +127,16 @@ def _find(command: SimpleCommand, context: GuardContext) -> list[str]:
         if item.startswith("-") or item in ("(", "!", ")"):
             break
         starts.append(item)
-    return [f"find deletes recursively: {problem}" for start in (starts or ["."])
-            if (problem := delete_target_problem(start, context))]
+    return [
+        f"find deletes recursively: {problem}"
+        for start in (starts or ["."])
+        if (problem := delete_target_problem(start, context))
+    ]
 
 
 def _git_clean(command: SimpleCommand, context: GuardContext) -> list[str]:
     """``git clean -x`` deletes ignored files, which include the default state directory."""
-    flags = "".join(item.lstrip("-") for item in command.argv[2:] if item.startswith("-") and
-                    not item.startswith("--"))
+    flags = "".join(item.lstrip("-") for item in command.argv[2:] if item.startswith("-") and not item.startswith("--"))
     forced = "f" in flags or "--force" in command.argv
     if not forced or not ("x" in flags or "X" in flags):
         return []
@@ -131,8 +146,11 @@ def _git_clean(command: SimpleCommand, context: GuardContext) -> list[str]:
 
 
 def _writes_to_device(targets: list[str]) -> list[str]:
-    return [f"writes onto the device {target}" for target in targets
-            if target.startswith("/dev/") and not SAFE_DEVICES.match(target) and BLOCK_DEVICE.match(target)]
+    return [
+        f"writes onto the device {target}"
+        for target in targets
+        if target.startswith("/dev/") and not SAFE_DEVICES.match(target) and BLOCK_DEVICE.match(target)
+    ]
 
 
 def _kill(command: SimpleCommand, context: GuardContext) -> list[str]:
@@ -147,8 +165,11 @@ def _kill(command: SimpleCommand, context: GuardContext) -> list[str]:
             if item in KILL_SIGNAL_OPTIONS:
                 index += 2
                 continue
-            if item == "--" or (item.startswith("-") and not re.fullmatch(r"-\d+", item)) or \
-                    (re.fullmatch(r"-\d+", item) and not targets and index == 1):
+            if (
+                item == "--"
+                or (item.startswith("-") and not re.fullmatch(r"-\d+", item))
+                or (re.fullmatch(r"-\d+", item) and not targets and index == 1)
+            ):
                 index += 1  # a signal such as -9 or -KILL (only in first position for numbers)
                 continue
             targets.append(item)
@@ -177,8 +198,11 @@ def _kill(command: SimpleCommand, context: GuardContext) -> list[str]:
     if matched is None:
         return [f"{name} {' '.join(pattern_args)}: cannot tell which processes it would signal"]
     foreign = sorted(pid for pid in matched if pid not in context.owned_pids)
-    return [f"{name} would signal processes the agent did not start (PIDs {', '.join(map(str, foreign))})"] \
-        if foreign else []
+    return (
+        [f"{name} would signal processes the agent did not start (PIDs {', '.join(map(str, foreign))})"]
+        if foreign
+        else []
+    )
 
 
 def _kill_target_problem(target: str, context: GuardContext) -> str | None:
@@ -205,11 +229,15 @@ def _power_and_gpu(command: SimpleCommand) -> list[str]:
         return [f"{name} {' '.join(argv[1:])} stops or restarts the machine"]
     if name == "systemctl" and any(item in SYSTEMCTL_POWER for item in argv[1:]):
         return ["systemctl changes the machine's power state"]
-    if name == "nvidia-smi" and any(item in ("-r", "--gpu-reset") or item.startswith("--gpu-reset=")
-                                    for item in argv[1:]):
+    if name == "nvidia-smi" and any(
+        item in ("-r", "--gpu-reset") or item.startswith("--gpu-reset=") for item in argv[1:]
+    ):
         return ["nvidia-smi -r resets a GPU, killing every process on it"]
-    if name in ("rmmod", "modprobe") and any(item.startswith("nvidia") for item in argv[1:]) and \
-            (name == "rmmod" or "-r" in argv or "--remove" in argv):
+    if (
+        name in ("rmmod", "modprobe")
+        and any(item.startswith("nvidia") for item in argv[1:])
+        and (name == "rmmod" or "-r" in argv or "--remove" in argv)
+    ):
         return ["unloading the nvidia driver resets every GPU"]
     return []
 
@@ -242,7 +270,10 @@ def judge(command_line: str, context: GuardContext) -> list[Danger]:
             reasons += _git_clean(command, context)
         reasons += _power_and_gpu(command)
         reasons += _writes_to_device(command.redirects)
-        reasons += [f"writes to {target}, which resets or removes hardware" for target in command.redirects
-                    if re.match(r"^/sys/bus/pci/.*/(reset|remove)$|^/proc/sysrq-trigger$", target)]
+        reasons += [
+            f"writes to {target}, which resets or removes hardware"
+            for target in command.redirects
+            if re.match(r"^/sys/bus/pci/.*/(reset|remove)$|^/proc/sysrq-trigger$", target)
+        ]
         dangers += [Danger(command=command.text or "(redirection)", reason=reason) for reason in reasons]
     return dangers

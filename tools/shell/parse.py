@@ -25,15 +25,45 @@ WRAPPER_VALUE_OPTIONS: dict[str, set[str]] = {
     "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "--user", "--group"},
     "doas": {"-u", "-C"},
     "env": {"-u", "-C", "--unset", "--chdir"},
-    "nohup": set(), "time": set(), "command": set(), "builtin": set(), "exec": {"-a"}, "setsid": set(),
-    "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p", "-P", "-u"},
-    "stdbuf": {"-i", "-o", "-e"}, "timeout": {"-s", "-k", "--signal", "--kill-after"},
-    "chrt": set(), "taskset": set(), "numactl": {"-C", "-N", "-m", "-p", "-i"}, "unbuffer": set(),
+    "nohup": set(),
+    "time": set(),
+    "command": set(),
+    "builtin": set(),
+    "exec": {"-a"},
+    "setsid": set(),
+    "nice": {"-n", "--adjustment"},
+    "ionice": {"-c", "-n", "-p", "-P", "-u"},
+    "stdbuf": {"-i", "-o", "-e"},
+    "timeout": {"-s", "-k", "--signal", "--kill-after"},
+    "chrt": set(),
+    "taskset": set(),
+    "numactl": {"-C", "-N", "-m", "-p", "-i"},
+    "unbuffer": set(),
     "xargs": {"-n", "-I", "-P", "-d", "-L", "-s", "-a", "-E", "--max-args", "--max-procs", "--delimiter"},
     "watch": {"-n", "--interval", "-d"},
 }
-SSH_VALUE_OPTIONS = {"-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m",
-                     "-O", "-Q", "-S", "-W", "-w", "-B"}
+SSH_VALUE_OPTIONS = {
+    "-p",
+    "-i",
+    "-l",
+    "-o",
+    "-F",
+    "-J",
+    "-L",
+    "-R",
+    "-D",
+    "-b",
+    "-c",
+    "-E",
+    "-e",
+    "-m",
+    "-O",
+    "-Q",
+    "-S",
+    "-W",
+    "-w",
+    "-B",
+}
 
 
 class ParseError(Exception):
@@ -64,14 +94,14 @@ def _extract_substitutions(text: str) -> tuple[str, list[str]]:
         character = text[index]
         if character == "'" and not (index and text[index - 1] == "\\"):
             quoted = not quoted
-        if not quoted and character in "$<>" and text[index + 1:index + 2] == "(":
+        if not quoted and character in "$<>" and text[index + 1 : index + 2] == "(":
             depth, end = 1, index + 2
             while end < len(text) and depth:
                 depth += {"(": 1, ")": -1}.get(text[end], 0)
                 end += 1
             if depth:
                 raise ParseError("unbalanced '(' in a command substitution")
-            inner.append(text[index + 2:end - 1])
+            inner.append(text[index + 2 : end - 1])
             out.append(f" {SUBSTITUTION} " if character == "$" else f" {SUBSTITUTION}")
             index = end
             continue
@@ -79,7 +109,7 @@ def _extract_substitutions(text: str) -> tuple[str, list[str]]:
             end = text.find("`", index + 1)
             if end < 0:
                 raise ParseError("unbalanced backtick")
-            inner.append(text[index + 1:end])
+            inner.append(text[index + 1 : end])
             out.append(SUBSTITUTION)
             index = end + 1
             continue

@@ -74,10 +74,12 @@ def _working_directory(args: ShellArgs, context: ToolContext) -> Path:
 
 class ShellTool(Tool[ShellArgs, ShellOutput]):
     name = "shell"
-    description = ("Run a bash command with a timeout and an output cap; the whole process group is killed "
-                   "on timeout. Destructive commands (recursive deletes of /, home or the state directory, "
-                   "mkfs, dd onto devices, shutdown/reboot, GPU resets, killing processes the agent did not "
-                   "start) are not run: they escalate to a human for approval.")
+    description = (
+        "Run a bash command with a timeout and an output cap; the whole process group is killed "
+        "on timeout. Destructive commands (recursive deletes of /, home or the state directory, "
+        "mkfs, dd onto devices, shutdown/reboot, GPU resets, killing processes the agent did not "
+        "start) are not run: they escalate to a human for approval."
+    )
     args_model = ShellArgs
     output_model = ShellOutput
 
@@ -86,9 +88,13 @@ class ShellTool(Tool[ShellArgs, ShellOutput]):
 
     def run(self, args: ShellArgs, context: ToolContext) -> ShellOutput:
         cwd = _working_directory(args, context)
-        guard = GuardContext(home=Path.home(), state_dir=context.state_dir, cwd=cwd,
-                             owned_pids=_owned_pids(context),
-                             match_processes=lambda pattern: _pgrep(context, pattern))
+        guard = GuardContext(
+            home=Path.home(),
+            state_dir=context.state_dir,
+            cwd=cwd,
+            owned_pids=_owned_pids(context),
+            match_processes=lambda pattern: _pgrep(context, pattern),
+        )
         try:
             dangers = judge(args.command, guard)
         except ParseError as error:
@@ -98,15 +104,25 @@ class ShellTool(Tool[ShellArgs, ShellOutput]):
             approval = context.state.take_approval(_evidence_line(args.command), APPROVING_ANSWERS)
             if approval is None:
                 reasons = "; ".join(dict.fromkeys(danger.reason for danger in dangers))
-                raise NeedsApproval(f"the command needs approval: {reasons}",
-                                    evidence=[_evidence_line(args.command),
-                                              *(f"{danger.command}: {danger.reason}" for danger in dangers)],
-                                    options=["approve", "deny"])
+                raise NeedsApproval(
+                    f"the command needs approval: {reasons}",
+                    evidence=[
+                        _evidence_line(args.command),
+                        *(f"{danger.command}: {danger.reason}" for danger in dangers),
+                    ],
+                    options=["approve", "deny"],
+                )
             context.checkpoint()  # the approval is used up before the command runs
         argv = ["bash", "-c", args.command] if SHELL_SYNTAX.search(args.command) else shlex.split(args.command)
-        result = context.host.run(context.host.translate(argv), timeout=args.timeout_seconds, cwd=cwd,
-                                  output_cap_bytes=OUTPUT_CAP_BYTES)
-        return ShellOutput(command=redact_text(args.command), exit_code=result.exit_code,
-                           stdout=redact_text(result.stdout), stderr=redact_text(result.stderr),
-                           timed_out=result.timed_out, duration_seconds=round(result.duration_seconds, 3),
-                           approved_by_question=approval)
+        result = context.host.run(
+            context.host.translate(argv), timeout=args.timeout_seconds, cwd=cwd, output_cap_bytes=OUTPUT_CAP_BYTES
+        )
+        return ShellOutput(
+            command=redact_text(args.command),
+            exit_code=result.exit_code,
+            stdout=redact_text(result.stdout),
+            stderr=redact_text(result.stderr),
+            timed_out=result.timed_out,
+            duration_seconds=round(result.duration_seconds, 3),
+            approved_by_question=approval,
+        )

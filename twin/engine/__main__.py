@@ -55,17 +55,13 @@ def _not_installed(engine: str, entry: str) -> int:
     return 1
 
 
-async def _serve(
-    plan: Plan, scenario: Scenario, startup: Startup, log: EngineLog, ledger: GpuLedgerEntry
-) -> None:
+async def _serve(plan: Plan, scenario: Scenario, startup: Startup, log: EngineLog, ledger: GpuLedgerEntry) -> None:
     service = Service(plan, scenario, log)
     http = HttpServer(service.handle, service.access_log)
     launch = plan.launch
     host = str(launch.parsed.values.get("--host") or "127.0.0.1")
     try:
-        server = await asyncio.start_server(
-            http.serve_connection, "127.0.0.1", launch.port, reuse_address=True
-        )
+        server = await asyncio.start_server(http.serve_connection, "127.0.0.1", launch.port, reuse_address=True)
     except OSError:
         startup.bind_failed(
             [

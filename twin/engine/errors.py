@@ -49,8 +49,7 @@ def crash_lines(engine: str, phase: str, error: list[str]) -> list[str]:
         return [
             "{prefix}Scheduler hit an exception: Traceback (most recent call last):",
             f'  File "{SGLANG_ROOT}/managers/scheduler.py", line 2990, in run_scheduler_process',
-            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, "
-            "dp_rank)",
+            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)",
             f'  File "/opt/sglang/python/sglang/srt/model_executor/{file}", line {line}, in {function}',
             f"    {code}",
             *error,

@@ -22,11 +22,13 @@ class Failure:
     source: str = "hardware"
 
 
-def crash(engine: str, phase: Phase, error: list[str], source: str, progress: float = 0.0,
-          exit_code: int = 1) -> Failure:
+def crash(
+    engine: str, phase: Phase, error: list[str], source: str, progress: float = 0.0, exit_code: int = 1
+) -> Failure:
     """A start-up crash whose traceback ends in ``error``, in the engine's format."""
-    return Failure("crash", phase, crash_lines(engine, phase, error), exit_code=exit_code, progress=progress,
-                   source=source)
+    return Failure(
+        "crash", phase, crash_lines(engine, phase, error), exit_code=exit_code, progress=progress, source=source
+    )
 
 
 @dataclass

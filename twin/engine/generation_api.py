@@ -38,9 +38,7 @@ def chat_prompt(body: dict[str, Any]) -> tuple[str, int]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list")
-    texts = [
-        _content_text(message.get("content")) if isinstance(message, dict) else "" for message in messages
-    ]
+    texts = [_content_text(message.get("content")) if isinstance(message, dict) else "" for message in messages]
     users = [
         text
         for message, text in zip(messages, texts, strict=True)
@@ -151,9 +149,7 @@ class GenerationApi:
             }
             first = True
             async for chunk in self.scheduler.stream(prompt_tokens, pieces, stats):
-                delta = (
-                    {"role": "assistant", "content": "".join(chunk)} if first else {"content": "".join(chunk)}
-                )
+                delta = {"role": "assistant", "content": "".join(chunk)} if first else {"content": "".join(chunk)}
                 first = False
                 yield sse(
                     {
@@ -161,9 +157,7 @@ class GenerationApi:
                         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}],
                     }
                 )
-            yield sse(
-                {**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}]}
-            )
+            yield sse({**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}]})
             if include_usage:
                 yield sse({**head, "choices": [], "usage": usage(stats)})
             yield DONE
@@ -193,14 +187,10 @@ class GenerationApi:
                 yield sse(
                     {
                         **head,
-                        "choices": [
-                            {"index": 0, "text": "".join(chunk), "logprobs": None, "finish_reason": None}
-                        ],
+                        "choices": [{"index": 0, "text": "".join(chunk), "logprobs": None, "finish_reason": None}],
                     }
                 )
-            yield sse(
-                {**head, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": finish}]}
-            )
+            yield sse({**head, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": finish}]})
             if include_usage:
                 yield sse({**head, "choices": [], "usage": usage(stats)})
             yield DONE
@@ -221,9 +211,7 @@ class GenerationApi:
                 {
                     "spec_verify_ct": stats.verify_ct,
                     "spec_accept_length": round(stats.completion_tokens / stats.verify_ct, 4),
-                    "spec_accept_rate": round(
-                        stats.accepted / (stats.verify_ct * max(1, draft_tokens - 1)), 4
-                    ),
+                    "spec_accept_rate": round(stats.accepted / (stats.verify_ct * max(1, draft_tokens - 1)), 4),
                     "spec_accept_token_num": stats.accepted,
                     "spec_draft_token_num": stats.verify_ct * max(1, draft_tokens - 1),
                 }
@@ -232,9 +220,7 @@ class GenerationApi:
 
     async def generate(self, body: dict[str, Any]) -> Response | StreamResponse:
         """SGLang native API: ``text`` or ``input_ids``, ``sampling_params``; streams cumulative text."""
-        prompt, prompt_tokens = completion_prompt(
-            body.get("input_ids") if "input_ids" in body else body.get("text")
-        )
+        prompt, prompt_tokens = completion_prompt(body.get("input_ids") if "input_ids" in body else body.get("text"))
         params = body.get("sampling_params") or {}
         if not isinstance(params, dict):
             raise BadRequest("'sampling_params' must be an object")

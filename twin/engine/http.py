@@ -150,9 +150,7 @@ class HttpServer:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def _send(
-        self, writer: asyncio.StreamWriter, response: Response | StreamResponse, close: bool
-    ) -> None:
+    async def _send(self, writer: asyncio.StreamWriter, response: Response | StreamResponse, close: bool) -> None:
         connection = {"connection": "close" if close else "keep-alive"}
         if isinstance(response, Response):
             headers = {"content-length": str(len(response.body)), **connection, **response.headers}

@@ -101,12 +101,9 @@ def _sglang_spec(values: dict[str, Any], scenario: Scenario) -> SpecRequest | No
     if topk == 1 and draft_tokens != steps + 1:
         draft_tokens = steps + 1
         notes.append(
-            "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
-            "speculative_eagle_topk == 1"
+            "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1"
         )
-    return SpecRequest(
-        algorithm, values.get("--speculative-draft-model-path"), steps, topk, draft_tokens, notes
-    )
+    return SpecRequest(algorithm, values.get("--speculative-draft-model-path"), steps, topk, draft_tokens, notes)
 
 
 def _vllm_spec(values: dict[str, Any]) -> SpecRequest | None:
@@ -116,9 +113,7 @@ def _vllm_spec(values: dict[str, Any]) -> SpecRequest | None:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
-        raise LaunchError(
-            f"argument --speculative-config/-sc: invalid loads value: {text!r} ({error})"
-        ) from None
+        raise LaunchError(f"argument --speculative-config/-sc: invalid loads value: {text!r} ({error})") from None
     if not isinstance(config, dict):
         raise LaunchError("argument --speculative-config/-sc: expected a JSON object")
     method = str(config.get("method") or "").upper()

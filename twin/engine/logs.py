@@ -14,9 +14,7 @@ from typing import TextIO
 
 
 class EngineLog:
-    def __init__(
-        self, engine: str, stream: TextIO | None = None, values: dict[str, str] | None = None
-    ) -> None:
+    def __init__(self, engine: str, stream: TextIO | None = None, values: dict[str, str] | None = None) -> None:
         self.engine = engine
         self.stream = stream or sys.stderr
         self.pid = os.getpid()
@@ -24,9 +22,7 @@ class EngineLog:
 
     def _stamp(self) -> str:
         now = dt.datetime.now()
-        return (
-            now.strftime("%Y-%m-%d %H:%M:%S") if self.engine == "sglang" else now.strftime("%m-%d %H:%M:%S")
-        )
+        return now.strftime("%Y-%m-%d %H:%M:%S") if self.engine == "sglang" else now.strftime("%m-%d %H:%M:%S")
 
     def prefix(
         self,
@@ -44,9 +40,7 @@ class EngineLog:
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def info(
-        self, message: str, rank: int | None = 0, where: str = "core.py:100", process: str | None = None
-    ) -> None:
+    def info(self, message: str, rank: int | None = 0, where: str = "core.py:100", process: str | None = None) -> None:
         self.write(self.prefix(rank, "INFO", where, process) + message)
 
     def warning(self, message: str, rank: int | None = 0, where: str = "core.py:100") -> None:
@@ -81,9 +75,7 @@ def progress_bar(description: str, done: int, total: int, elapsed: float, unit_s
 
     def clock(seconds: float) -> str:
         minutes, secs = divmod(int(seconds), 60)
-        return (
-            f"{minutes:02d}:{secs:02d}" if minutes < 60 else f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
-        )
+        return f"{minutes:02d}:{secs:02d}" if minutes < 60 else f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
 
     rate = f"{unit_seconds:.2f}s/it" if done else "?it/s"
     timing = f"[{clock(elapsed)}<{clock(remaining)}, {rate}]"

@@ -23,26 +23,36 @@ def _crash(engine: str, phase: Phase, lines: list[str], progress: float = 0.0) -
     return crash(engine, phase, lines, "memory", progress)
 
 
-def _vllm_failure(launch: LaunchConfig, total: float, held: float, needs: float, gpu: int,
-                  minimum_kv: float) -> tuple[float, Failure | None]:
+def _vllm_failure(
+    launch: LaunchConfig, total: float, held: float, needs: float, gpu: int, minimum_kv: float
+) -> tuple[float, Failure | None]:
     budget = launch.memory_fraction * total
     if budget > total - held:
-        return 0.0, _crash("vllm", "init", [
-            f"ValueError: Free memory on device cuda:{gpu} ({_gib(total - held):.2f}/{_gib(total):.2f} GiB) "
-            "on "
-            f"startup is less than desired GPU memory utilization ({launch.memory_fraction}, "
-            f"{_gib(budget):.2f} GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
-            "processes."])
+        return 0.0, _crash(
+            "vllm",
+            "init",
+            [
+                f"ValueError: Free memory on device cuda:{gpu} ({_gib(total - held):.2f}/{_gib(total):.2f} GiB) "
+                "on "
+                f"startup is less than desired GPU memory utilization ({launch.memory_fraction}, "
+                f"{_gib(budget):.2f} GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+                "processes."
+            ],
+        )
     kv = budget - INIT_MIB - needs
     if kv < minimum_kv:
-        return kv, _crash("vllm", "kv_cache", [
-            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
-            "when initializing the engine."])
+        return kv, _crash(
+            "vllm",
+            "kv_cache",
+            [
+                "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                "when initializing the engine."
+            ],
+        )
     return kv, None
 
 
-def plan_memory(launch: LaunchConfig, scenario: Scenario, gpus: list[int],
-                others_mib: list[int]) -> MemoryPlan:
+def plan_memory(launch: LaunchConfig, scenario: Scenario, gpus: list[int], others_mib: list[int]) -> MemoryPlan:
     """Budget on the tightest GPU in use; ``others_mib`` is memory other processes hold per GPU."""
     plan = MemoryPlan(gpus=gpus)
     if not gpus:
@@ -68,23 +78,32 @@ def plan_memory(launch: LaunchConfig, scenario: Scenario, gpus: list[int],
         plan.failures.append(_crash(engine, "load", [message], progress))
         return plan
     if engine == "vllm":
-        kv, failure = _vllm_failure(launch, total, held, weights + draft + activations + graph, gpus[0],
-                                    spec.min_kv_cache_mib)
+        kv, failure = _vllm_failure(
+            launch, total, held, weights + draft + activations + graph, gpus[0], spec.min_kv_cache_mib
+        )
         if failure is not None:
             plan.failures.append(failure)
             return plan
     else:
         kv = min(launch.memory_fraction * total, total - held) - INIT_MIB - weights - draft
         if kv < spec.min_kv_cache_mib:
-            plan.failures.append(_crash(engine, "kv_cache", [
-                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-                f"Current value: mem_fraction_static={launch.memory_fraction}"]))
+            plan.failures.append(
+                _crash(
+                    engine,
+                    "kv_cache",
+                    [
+                        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                        f"Current value: mem_fraction_static={launch.memory_fraction}"
+                    ],
+                )
+            )
             return plan
         rest = available - weights - draft - kv
         if graph > rest:
             message = out_of_memory(_gib(graph - max(rest, 0) + 256), _gib(total), max(rest, 0), gpus[0])
-            plan.failures.append(_crash(engine, "cuda_graph", cuda_graph_failed(engine, message),
-                                        max(0.0, min(0.95, rest / graph))))
+            plan.failures.append(
+                _crash(engine, "cuda_graph", cuda_graph_failed(engine, message), max(0.0, min(0.95, rest / graph)))
+            )
         elif graph + activations > rest:
             message = out_of_memory(_gib(activations), _gib(total), max(0.0, rest - graph), gpus[0])
             plan.failures.append(_crash(engine, "warmup", [message]))

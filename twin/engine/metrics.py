@@ -66,8 +66,15 @@ def _line(kind: str, name: str, labels: str, value: float) -> list[str]:
     return [f"# TYPE {name.removesuffix('_total')} {kind}", f"{name}{{{labels}}} {value}"]
 
 
-def render_sglang(counters: Counters, model: str, max_tokens: int, speculative: bool, cuda_graph: bool,
-                  draft_tokens: int = 0, modern: bool = False) -> str:
+def render_sglang(
+    counters: Counters,
+    model: str,
+    max_tokens: int,
+    speculative: bool,
+    cuda_graph: bool,
+    draft_tokens: int = 0,
+    modern: bool = False,
+) -> str:
     """``modern``: SGLang 0.5.23 adds verify-call and draft-shape series for speculation."""
     scheduler = f'model_name="{model}",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"'
     tokenizer = f'model_name="{model}"'
@@ -86,9 +93,7 @@ def render_sglang(counters: Counters, model: str, max_tokens: int, speculative: 
         lines += _line("gauge", f"sglang:{name}", scheduler, value)
     if speculative:
         rate_denominator = counters.spec_drafted or 1
-        lines += _line(
-            "gauge", "sglang:spec_accept_length", scheduler, round(counters.window_accept_length, 4)
-        )
+        lines += _line("gauge", "sglang:spec_accept_length", scheduler, round(counters.window_accept_length, 4))
         lines += _line(
             "gauge", "sglang:spec_accept_rate", scheduler, round(counters.spec_accepted / rate_denominator, 4)
         )
@@ -135,8 +140,7 @@ def render_vllm(counters: Counters, model: str, max_tokens: int, speculative: bo
         lines.append("# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter")
         for position, value in enumerate(counters.spec_accepted_per_position):
             lines.append(
-                f"vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},"
-                f'position="{position}"}} {value}'
+                f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{position}"}} {value}'
             )
     lines += counters.ttft.render("vllm:time_to_first_token_seconds", labels)
     lines += counters.itl.render("vllm:inter_token_latency_seconds", labels)

@@ -25,11 +25,15 @@ DRAFT_ARCHITECTURES = {
 
 def missing_path_error(path: str) -> str:
     if path.startswith(("/", ".", "~")):
-        return (f"OSError: Incorrect path_or_model_id: '{path}'. Please provide either the path to a local "
-                "folder or the repo_id of a model on the Hub.")
-    return (f"OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find "
-            f"them in the cached files. Check your connection or see how to run the library in offline mode. "
-            f"({path})")
+        return (
+            f"OSError: Incorrect path_or_model_id: '{path}'. Please provide either the path to a local "
+            "folder or the repo_id of a model on the Hub."
+        )
+    return (
+        f"OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find "
+        f"them in the cached files. Check your connection or see how to run the library in offline mode. "
+        f"({path})"
+    )
 
 
 def check_model(launch: LaunchConfig, scenario: Scenario, layout: SimLayout) -> Failure | None:
@@ -37,8 +41,10 @@ def check_model(launch: LaunchConfig, scenario: Scenario, layout: SimLayout) -> 
     if path == scenario.model.name or (Path(path).exists() and Path(path).resolve() == model_dir.resolve()):
         return None
     if Path(path).exists():
-        error = (f"ValueError: [simulated host] {path} is not a model this host can run; the simulated disk "
-                 f"holds {scenario.model.name} at {model_dir}")
+        error = (
+            f"ValueError: [simulated host] {path} is not a model this host can run; the simulated disk "
+            f"holds {scenario.model.name} at {model_dir}"
+        )
     else:
         error = missing_path_error(path)
     return crash(launch.engine, "args", [error], "model path")
@@ -53,8 +59,12 @@ def check_attention(launch: LaunchConfig, scenario: Scenario) -> Failure | None:
     if mla_backend == (scenario.model.attention == "mla"):
         return None
     reason = "MLA not supported" if scenario.model.attention == "mla" else "non-MLA not supported"
-    return crash("vllm", "load", [f"ValueError: Selected backend {backend} is not valid for this "
-                                  f"configuration. Reason: ['{reason}']"], "attention backend")
+    return crash(
+        "vllm",
+        "load",
+        [f"ValueError: Selected backend {backend} is not valid for this configuration. Reason: ['{reason}']"],
+        "attention backend",
+    )
 
 
 def _drafter_directory(draft_path: str, scenario: Scenario, layout: SimLayout) -> Path:
@@ -78,12 +88,18 @@ def resolve_drafter(launch: LaunchConfig, scenario: Scenario, layout: SimLayout)
     if spec is None:
         return None
     if spec.algorithm not in EAGLE_ALGORITHMS:
-        error = (f"NotImplementedError: [simulated host] speculative algorithm {spec.algorithm} is not "
-                 "simulated; use EAGLE3 with a drafter")
+        error = (
+            f"NotImplementedError: [simulated host] speculative algorithm {spec.algorithm} is not "
+            "simulated; use EAGLE3 with a drafter"
+        )
         return crash(engine, "args", [error], "speculative")
     if not spec.draft_path:
-        return crash(engine, "args", [f"ValueError: a draft model path is required for {spec.algorithm} "
-                                      "speculative decoding"], "speculative")
+        return crash(
+            engine,
+            "args",
+            [f"ValueError: a draft model path is required for {spec.algorithm} speculative decoding"],
+            "speculative",
+        )
     directory = _drafter_directory(spec.draft_path, scenario, layout)
     if not (directory / "config.json").is_file():
         return crash(engine, "args", [missing_path_error(spec.draft_path)], "drafter path")
@@ -92,14 +108,25 @@ def resolve_drafter(launch: LaunchConfig, scenario: Scenario, layout: SimLayout)
     if engine == "sglang" and parse_version(launch.version) >= (0, 5, 14):
         supported.add("Eagle3DeepseekV2ForCausalLM")  # kimi_k25_eagle3.py appears in 0.5.14
     if architecture not in supported:
-        return crash(engine, "load", [f"ValueError: Model architectures ['{architecture}'] are not supported "
-                                      f"for now. Supported architectures: {sorted(supported)}"],
-                     "drafter architecture", progress=1.0)
-    if (engine == "sglang" and scenario.model.architecture == "KimiK25ForConditionalGeneration"
-            and parse_version(launch.version) < (0, 5, 10)):
+        return crash(
+            engine,
+            "load",
+            [
+                f"ValueError: Model architectures ['{architecture}'] are not supported "
+                f"for now. Supported architectures: {sorted(supported)}"
+            ],
+            "drafter architecture",
+            progress=1.0,
+        )
+    if (
+        engine == "sglang"
+        and scenario.model.architecture == "KimiK25ForConditionalGeneration"
+        and parse_version(launch.version) < (0, 5, 10)
+    ):
         # Kimi-K2.5 forwards EAGLE-3 layer capture to its language model from 0.5.10 (sglang PR #19689).
-        error = ("AttributeError: 'KimiK25ForConditionalGeneration' object has no attribute "
-                 "'set_eagle3_layers_to_capture'")
+        error = (
+            "AttributeError: 'KimiK25ForConditionalGeneration' object has no attribute 'set_eagle3_layers_to_capture'"
+        )
         return crash(engine, "load", [error], "engine version", progress=1.0)
     quality = read_quality(directory)
     if quality is None:
@@ -123,29 +150,37 @@ def visible_gpus(scenario: Scenario, env: Mapping[str, str]) -> list[int]:
 
 
 def _fault_lines(ecc: bool, rank: int, gpu: int) -> list[str]:
-    return ["RuntimeError: CUDA error: uncorrectable ECC error encountered" if ecc
-            else "RuntimeError: CUDA error: unspecified launch failure",
-            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
-            "below might be incorrect.",
-            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
-            f"Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions. "
-            f"(TP rank {rank}, GPU {gpu})"]
+    return [
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+        if ecc
+        else "RuntimeError: CUDA error: unspecified launch failure",
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+        "below might be incorrect.",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        f"Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions. (TP rank {rank}, GPU {gpu})",
+    ]
 
 
-def check_gpus(launch: LaunchConfig, scenario: Scenario,
-               env: Mapping[str, str]) -> tuple[list[int], Failure | None]:
+def check_gpus(launch: LaunchConfig, scenario: Scenario, env: Mapping[str, str]) -> tuple[list[int], Failure | None]:
     visible = visible_gpus(scenario, env)
-    used = visible[launch.base_gpu:launch.base_gpu + launch.gpus_needed]
+    used = visible[launch.base_gpu : launch.base_gpu + launch.gpus_needed]
     if not visible:
         return [], crash(launch.engine, "init", ["RuntimeError: No CUDA GPUs are available"], "gpus")
     if len(used) < launch.gpus_needed:
-        return used, crash(launch.engine, "init", [
-            f"RuntimeError: CUDA error: invalid device ordinal (this launch needs {launch.gpus_needed} GPUs, "
-            f"{len(visible)} visible)"], "gpus")
+        return used, crash(
+            launch.engine,
+            "init",
+            [
+                f"RuntimeError: CUDA error: invalid device ordinal (this launch needs {launch.gpus_needed} GPUs, "
+                f"{len(visible)} visible)"
+            ],
+            "gpus",
+        )
     for fault in scenario.host.faults:
         if fault.gpu in used:
-            lines = list(fault.engine_log) or _fault_lines(bool(fault.ecc_uncorrected), used.index(fault.gpu),
-                                                          fault.gpu)
+            lines = list(fault.engine_log) or _fault_lines(
+                bool(fault.ecc_uncorrected), used.index(fault.gpu), fault.gpu
+            )
             source = f"GPU {fault.gpu} fault"
             return used, crash(launch.engine, "init", lines, source, exit_code=fault.exit_code)
     return used, None

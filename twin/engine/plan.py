@@ -61,16 +61,26 @@ def _rule_failures(scenario: Scenario, launch: LaunchConfig, env: Mapping[str, s
             continue
         if rule.outcome == "serve":
             break
-        found.append(Failure(rule.outcome, rule.at, list(rule.log), exit_code=rule.exit_code,
-                             progress=rule.progress, ignore_sigterm=rule.ignore_sigterm,
-                             source=f"rule {rule.name}"))
+        found.append(
+            Failure(
+                rule.outcome,
+                rule.at,
+                list(rule.log),
+                exit_code=rule.exit_code,
+                progress=rule.progress,
+                ignore_sigterm=rule.ignore_sigterm,
+                source=f"rule {rule.name}",
+            )
+        )
     return found
 
 
 def _port_failure(launch: LaunchConfig) -> Failure:
     host = launch.parsed.values.get("--host") or "127.0.0.1"
-    line = (f"{{main_prefix}}ERROR:    [Errno 98] error while attempting to bind on address "
-            f"('{host}', {launch.port}): address already in use")
+    line = (
+        f"{{main_prefix}}ERROR:    [Errno 98] error while attempting to bind on address "
+        f"('{host}', {launch.port}): address already in use"
+    )
     return Failure("crash", "serving", [line], source="port")
 
 
@@ -83,8 +93,9 @@ def _spec_plan(drafter: Drafter, launch: LaunchConfig, scenario: Scenario) -> Sp
     return SpecPlan(drafter, steps, launch.speculative.draft_tokens, length, rate, speedup)
 
 
-def build_plan(scenario: Scenario, launch: LaunchConfig, env: Mapping[str, str], layout: SimLayout,
-               others_mib: list[int]) -> Plan:
+def build_plan(
+    scenario: Scenario, launch: LaunchConfig, env: Mapping[str, str], layout: SimLayout, others_mib: list[int]
+) -> Plan:
     """Hardware and disk problems are listed before rules, so they win ties; the earliest phase wins."""
     failures: list[Failure] = []
     model_failure = check_model(launch, scenario, layout)
@@ -118,7 +129,14 @@ def build_plan(scenario: Scenario, launch: LaunchConfig, env: Mapping[str, str],
     if spec is not None:
         single *= spec.speedup
         peak *= min(spec.speedup, 1.0) * scenario.speculative.peak_efficiency
-    performance = Performance(single, max(peak, single), ttft, base.prefill_tok_s,
-                              launch.max_running_requests)
-    return Plan(launch=launch, failure=_earliest(failures), memory=memory, performance=performance, spec=spec,
-                garbled=garbled, notes=notes, load_seconds=load)
+    performance = Performance(single, max(peak, single), ttft, base.prefill_tok_s, launch.max_running_requests)
+    return Plan(
+        launch=launch,
+        failure=_earliest(failures),
+        memory=memory,
+        performance=performance,
+        spec=spec,
+        garbled=garbled,
+        notes=notes,
+        load_seconds=load,
+    )

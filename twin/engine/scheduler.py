@@ -33,9 +33,7 @@ def aggregate_rate(running: int, single: float, peak: float) -> float:
 
 
 class Scheduler:
-    def __init__(
-        self, performance: Performance, spec: SpecPlan | None, kv_tokens: int, counters: Counters
-    ) -> None:
+    def __init__(self, performance: Performance, spec: SpecPlan | None, kv_tokens: int, counters: Counters) -> None:
         self.performance, self.spec, self.counters = performance, spec, counters
         self.kv_tokens = max(1, kv_tokens)
         self._admission = asyncio.Condition()
@@ -46,10 +44,7 @@ class Scheduler:
 
     def per_stream_rate(self) -> float:
         running = max(1, self.counters.running)
-        return (
-            aggregate_rate(running, self.performance.single_stream_tok_s, self.performance.peak_tok_s)
-            / running
-        )
+        return aggregate_rate(running, self.performance.single_stream_tok_s, self.performance.peak_tok_s) / running
 
     async def _admit(self, reserve: int) -> None:
         counters = self.counters
@@ -81,9 +76,7 @@ class Scheduler:
             accepted += 1
         return accepted + 1
 
-    async def stream(
-        self, prompt_tokens: int, pieces: list[str], stats: RequestStats
-    ) -> AsyncIterator[list[str]]:
+    async def stream(self, prompt_tokens: int, pieces: list[str], stats: RequestStats) -> AsyncIterator[list[str]]:
         """Yield the output in the chunks and at the times the engine would produce them."""
         loop = asyncio.get_running_loop()
         started = loop.time()

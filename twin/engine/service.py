@@ -46,9 +46,7 @@ class Service:
         if self.engine == "sglang" and method in ("POST", "PUT") and path == "/generate":
             return await self.generation.generate(self._body(request))
         if method != "GET" and not (path in ("/flush_cache", "/reset_prefix_cache") and method == "POST"):
-            return (
-                Response.json({"detail": "Method Not Allowed"}, 405) if self._known(path) else self._missing()
-            )
+            return Response.json({"detail": "Method Not Allowed"}, 405) if self._known(path) else self._missing()
         return self._get(path)
 
     def _body(self, request: Request) -> dict[str, Any]:
@@ -173,9 +171,15 @@ class Service:
         if self.engine == "sglang":
             spec = self.plan.spec
             modern = parse_version(self.launch.version) >= (0, 5, 23)
-            return render_sglang(self.counters, self.launch.served_name, self.plan.memory.kv_tokens,
-                                 spec is not None, self.launch.cuda_graph, spec.draft_tokens if spec else 0,
-                                 modern)
+            return render_sglang(
+                self.counters,
+                self.launch.served_name,
+                self.plan.memory.kv_tokens,
+                spec is not None,
+                self.launch.cuda_graph,
+                spec.draft_tokens if spec else 0,
+                modern,
+            )
         return render_vllm(
             self.counters, self.launch.served_name, self.plan.memory.kv_tokens, self.plan.spec is not None
         )
@@ -185,9 +189,11 @@ class Service:
     def _prefill_line(self, prompt_tokens: int) -> None:
         counters = self.counters
         usage = counters.used_tokens / max(1, self.plan.memory.kv_tokens)
-        self.log.info(f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, "
-                      f"token usage: {usage:.2f}, #running-req: {counters.running - 1}, "
-                      f"#queue-req: {counters.waiting}, ")
+        self.log.info(
+            f"Prefill batch, #new-seq: 1, #new-token: {prompt_tokens}, #cached-token: 0, "
+            f"token usage: {usage:.2f}, #running-req: {counters.running - 1}, "
+            f"#queue-req: {counters.waiting}, "
+        )
 
     def access_log(self, request: Request, status: int) -> None:
         reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 503: "Service Unavailable"}.get(status, "")
@@ -205,9 +211,7 @@ class Service:
         vllm_period = float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10"))
         while True:
             if self.engine == "sglang":
-                period = max(
-                    0.25, self.launch.decode_log_interval / max(1.0, self.scheduler.per_stream_rate())
-                )
+                period = max(0.25, self.launch.decode_log_interval / max(1.0, self.scheduler.per_stream_rate()))
             else:
                 period = max(0.25, vllm_period)
             await asyncio.sleep(min(1.0, period) if counters.running == 0 else period)
@@ -226,9 +230,7 @@ class Service:
             last_tokens, last_prompt = counters.generation_tokens, counters.prompt_tokens
             last_verify, last_accepted, last_time = counters.spec_verify_ct, counters.spec_accepted, now
 
-    def _stats_line(
-        self, gen_rate: float, prompt_rate: float, verify: int, accepted: int, elapsed: float
-    ) -> None:
+    def _stats_line(self, gen_rate: float, prompt_rate: float, verify: int, accepted: int, elapsed: float) -> None:
         counters, spec = self.counters, self.plan.spec
         usage = counters.used_tokens / max(1, self.plan.memory.kv_tokens)
         if self.engine == "sglang":
@@ -253,9 +255,7 @@ class Service:
         )
         if spec is not None and verify:
             drafted = verify * spec.steps
-            per_position = ", ".join(
-                f"{spec.drafter.per_position ** (index + 1):.3f}" for index in range(spec.steps)
-            )
+            per_position = ", ".join(f"{spec.drafter.per_position ** (index + 1):.3f}" for index in range(spec.steps))
             self.log.info(
                 f"SpecDecoding metrics: Mean acceptance length: {(accepted + verify) / verify:.2f}, "
                 f"Accepted throughput: {accepted / elapsed:.2f} tokens/s, Drafted throughput: "

@@ -146,9 +146,7 @@ class Startup:
             return
         self.text.graph_begin()
         draft_share = 0.3 if self.plan.spec else 0.0
-        self._advance(
-            "cuda_graph", seconds * (1 - draft_share), self.plan.memory.graph_mib * (1 - draft_share)
-        )
+        self._advance("cuda_graph", seconds * (1 - draft_share), self.plan.memory.graph_mib * (1 - draft_share))
         self.text.graph_end(seconds * (1 - draft_share))
         if self.plan.spec is not None:
             self.text.graph_begin(draft=True)

@@ -27,14 +27,13 @@ class StartupText(ABC):
         world = self.launch.tp_size
         if world < 2:
             return
-        host = (
-            socket.gethostname() if self.scenario.host.hostname == "sim-host" else self.scenario.host.hostname
-        )
+        host = socket.gethostname() if self.scenario.host.hostname == "sim-host" else self.scenario.host.hostname
         transport = "SHM/direct/direct" if env_p2p_disabled else "P2P/CUMEM"
         peer = (rank + 1) % world
         pid = self.log.pid + rank  # one process per rank in the real engine
-        self.log.write(f"{host}:{pid}:{pid} [{rank}] NCCL INFO Channel 00/0 : {rank}[{rank}] -> "
-                       f"{peer}[{peer}] via {transport}")
+        self.log.write(
+            f"{host}:{pid}:{pid} [{rank}] NCCL INFO Channel 00/0 : {rank}[{rank}] -> {peer}[{peer}] via {transport}"
+        )
 
     @abstractmethod
     def args(self) -> None: ...
@@ -148,8 +147,7 @@ class SglangText(StartupText):
     def graph_begin(self, draft: bool = False) -> None:
         name = "draft cuda graph" if draft else "cuda graph"
         self.log.info(
-            f"Capture {name} begin. This can take up to several minutes. "
-            f"avail mem={_gb(self._after_kv()):.2f} GB"
+            f"Capture {name} begin. This can take up to several minutes. avail mem={_gb(self._after_kv()):.2f} GB"
         )
 
     def graph_end(self, seconds: float, draft: bool = False) -> None:
@@ -201,8 +199,7 @@ class VllmText(StartupText):
         launch = self.launch
         self._api(f"vLLM API server version {launch.version}")
         chosen = {
-            flag.lstrip("-").replace("-", "_"): launch.parsed.values[flag]
-            for flag in sorted(launch.parsed.explicit)
+            flag.lstrip("-").replace("-", "_"): launch.parsed.values[flag] for flag in sorted(launch.parsed.explicit)
         }
         self._api(f"non-default args: {chosen}", "utils.py:233")
         self._api(f"Resolved architecture: {self.scenario.model.architecture}", "model.py:547")
@@ -222,8 +219,7 @@ class VllmText(StartupText):
     def init_begin(self, rank: int) -> None:
         world = self.launch.tp_size
         self.log.info(
-            f"rank {rank} in world size {world} is assigned as DP rank 0, PP rank 0, TP rank {rank}, "
-            f"EP rank {rank}",
+            f"rank {rank} in world size {world} is assigned as DP rank 0, PP rank 0, TP rank {rank}, EP rank {rank}",
             rank=rank,
             where="parallel_state.py:1208",
         )

@@ -66,10 +66,12 @@ class Fault:
     message: str = ""
 
     @classmethod
-    def http(cls, status: int, *, retry_after: float | None = None, retry_after_ms: float | None = None,
-             message: str = "") -> Fault:
-        return cls(kind="status", status=status, retry_after=retry_after, retry_after_ms=retry_after_ms,
-                   message=message)
+    def http(
+        cls, status: int, *, retry_after: float | None = None, retry_after_ms: float | None = None, message: str = ""
+    ) -> Fault:
+        return cls(
+            kind="status", status=status, retry_after=retry_after, retry_after_ms=retry_after_ms, message=message
+        )
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = None, retry_after_ms: float | None = None) -> Fault:
@@ -84,8 +86,7 @@ class Fault:
         return cls(kind="delay", seconds=seconds)
 
     @classmethod
-    def cut_stream(cls, after_events: int = 3, *, clean: bool = False,
-                   turn: ModelTurn | None = None) -> Fault:
+    def cut_stream(cls, after_events: int = 3, *, clean: bool = False, turn: ModelTurn | None = None) -> Fault:
         return cls(kind="cut_stream", after_events=after_events, clean=clean, turn=turn)
 
     @classmethod
@@ -97,8 +98,9 @@ class Fault:
         return cls(kind="stream_error", after_events=after_events)
 
     def partial_turn(self) -> ModelTurn:
-        return self.turn or ModelTurn(text="Let me look at the log first.",
-                                      tool_calls=[ToolUse("tail_log", {"name": "engine", "lines": 50})])
+        return self.turn or ModelTurn(
+            text="Let me look at the log first.", tool_calls=[ToolUse("tail_log", {"name": "engine", "lines": 50})]
+        )
 
 
 Step = ModelTurn | Fault
@@ -157,9 +159,11 @@ class RecordedRequest:
                 content = str(message.get("content", ""))
                 results.append(ResultSeen(message["tool_call_id"], content, content.startswith("ERROR")))
             elif self.api == "anthropic" and message.get("role") == "user":
-                results.extend(ResultSeen(block["tool_use_id"], _text_of(block.get("content")),
-                                          bool(block.get("is_error")))
-                               for block in _blocks(message) if block.get("type") == "tool_result")
+                results.extend(
+                    ResultSeen(block["tool_use_id"], _text_of(block.get("content")), bool(block.get("is_error")))
+                    for block in _blocks(message)
+                    if block.get("type") == "tool_result"
+                )
         return results
 
     def last_user_text(self) -> str:
@@ -182,6 +186,7 @@ def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text_of(block.get("text", block.get("content", ""))) for block in content
-                         if isinstance(block, dict))
+        return "\n".join(
+            _text_of(block.get("text", block.get("content", ""))) for block in content if isinstance(block, dict)
+        )
     return ""

@@ -33,14 +33,22 @@ from twin.model_api import wire
 from twin.model_api.script import Api, Fault, ModelTurn, RecordedRequest, Step
 
 Responder = Callable[[RecordedRequest], Step]
-ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                         404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                         500: "api_error", 529: "overloaded_error"}
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
 
 
 class ModelServer:
-    def __init__(self, script: Iterable[Step] = (), *, responder: Responder | None = None,
-                 model: str = "scripted-model") -> None:
+    def __init__(
+        self, script: Iterable[Step] = (), *, responder: Responder | None = None, model: str = "scripted-model"
+    ) -> None:
         self.model = model
         self.responder = responder
         self.requests: list[RecordedRequest] = []
@@ -59,8 +67,9 @@ class ModelServer:
         handler = type("BoundHandler", (_Handler,), {"model_server": self})
         self._httpd = _QuietServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="model-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="model-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -75,8 +84,9 @@ class ModelServer:
     def __enter__(self) -> ModelServer:
         return self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.stop()
 
     @property
@@ -105,8 +115,7 @@ class ModelServer:
 
     def answered(self, api: Api | None = None) -> list[RecordedRequest]:
         """Requests that got a model turn (not a fault or a rejection)."""
-        return [request for request in self.requests
-                if request.answer == "turn" and api in (None, request.api)]
+        return [request for request in self.requests if request.answer == "turn" and api in (None, request.api)]
 
     def _next_step(self, request: RecordedRequest) -> Step | None:
         with self._lock:
@@ -114,11 +123,11 @@ class ModelServer:
                 return self._script.popleft()
         return self.responder(request) if self.responder is not None else None
 
-    def _record(self, api: Api, path: str, headers: dict[str, str], body: dict[str, Any],
-                size: int) -> RecordedRequest:
+    def _record(self, api: Api, path: str, headers: dict[str, str], body: dict[str, Any], size: int) -> RecordedRequest:
         with self._lock:
-            request = RecordedRequest(index=len(self.requests), api=api, path=path, headers=headers,
-                                      body=body, raw_size=size)
+            request = RecordedRequest(
+                index=len(self.requests), api=api, path=path, headers=headers, body=body, raw_size=size
+            )
             self.requests.append(request)
             return request
 
@@ -154,8 +163,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?")[0]
-        api: Api | None = ("anthropic" if path.endswith("/v1/messages")
-                           else "openai" if path.endswith("/chat/completions") else None)
+        api: Api | None = (
+            "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else None
+        )
         raw = self._read_body()
         if api is None:
             self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {path}"}})
@@ -166,8 +176,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(api, 400, f"the request body is not JSON: {error}")
             return
         server = self.model_server
-        request = server._record(api, path, {name.lower(): value for name, value in self.headers.items()},
-                                 body, len(raw))
+        request = server._record(
+            api, path, {name.lower(): value for name, value in self.headers.items()}, body, len(raw)
+        )
         problems = wire.anthropic_problems(body) if api == "anthropic" else wire.openai_problems(body)
         if problems:
             request.answer = f"rejected: {problems[0]}"
@@ -190,8 +201,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _events(self, api: Api, body: dict[str, Any], turn: ModelTurn) -> list[bytes]:
         prompt, cached, usage = self.model_server._usage(api, body)
         if api == "anthropic":
-            return [f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
-                    for name, payload in wire.anthropic_events(turn, self.model_server.model, usage)]
+            return [
+                f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+                for name, payload in wire.anthropic_events(turn, self.model_server.model, usage)
+            ]
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         chunks = wire.openai_chunks(turn, self.model_server.model, prompt, cached, include_usage)
         return [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]

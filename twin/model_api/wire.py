@@ -32,7 +32,7 @@ def call_id(api: Api, tool: ToolUse) -> str:
 
 
 def _pieces(text: str) -> list[str]:
-    return [text[start:start + PIECE_CHARS] for start in range(0, len(text), PIECE_CHARS)] or [""]
+    return [text[start : start + PIECE_CHARS] for start in range(0, len(text), PIECE_CHARS)] or [""]
 
 
 def output_tokens(turn: ModelTurn) -> int:
@@ -61,45 +61,62 @@ def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, int]) -> dic
         if isinstance(arguments, str):
             with contextlib.suppress(json.JSONDecodeError):
                 arguments = json.loads(arguments)
-        content.append({"type": "tool_use", "id": call_id("anthropic", tool), "name": tool.name,
-                        "input": arguments})
+        content.append({"type": "tool_use", "id": call_id("anthropic", tool), "name": tool.name, "input": arguments})
     stop = turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
-    return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": stop, "stop_sequence": None,
-            "usage": {**usage, "output_tokens": output_tokens(turn)}}
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {**usage, "output_tokens": output_tokens(turn)},
+    }
 
 
 def _block_events(index: int, block: dict[str, Any], arguments_text: str) -> list[tuple[str, dict[str, Any]]]:
     """content_block_start, the deltas, content_block_stop for one block of a complete message."""
     if block["type"] == "thinking":
         opening: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [*({"type": "thinking_delta", "thinking": piece} for piece in _pieces(block["thinking"])),
-                  {"type": "signature_delta", "signature": block["signature"]}]
+        deltas = [
+            *({"type": "thinking_delta", "thinking": piece} for piece in _pieces(block["thinking"])),
+            {"type": "signature_delta", "signature": block["signature"]},
+        ]
     elif block["type"] == "text":
         opening = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
     else:
         opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": piece}
-                  for piece in ["", *_pieces(arguments_text)]]
+        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in ["", *_pieces(arguments_text)]]
     start = {"type": "content_block_start", "index": index, "content_block": opening}
-    return [("content_block_start", start),
-            *(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
-              for delta in deltas),
-            ("content_block_stop", {"type": "content_block_stop", "index": index})]
+    return [
+        ("content_block_start", start),
+        *(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}) for delta in deltas),
+        ("content_block_stop", {"type": "content_block_stop", "index": index}),
+    ]
 
 
 def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
     message = anthropic_message(turn, model, usage)
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": start}), ("ping", {"type": "ping"})]
+        ("message_start", {"type": "message_start", "message": start}),
+        ("ping", {"type": "ping"}),
+    ]
     arguments = iter(tool.arguments_text() for tool in turn.tool_calls)
     for index, block in enumerate(message["content"]):
         events.extend(_block_events(index, block, next(arguments) if block["type"] == "tool_use" else ""))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                     "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -116,20 +133,26 @@ def anthropic_problems(body: dict[str, Any]) -> list[str]:
         blocks = blocks if isinstance(blocks, list) else [{"type": "text", "text": blocks}]
         if message.get("role") == "assistant":
             if pending:
-                problems.append(f"messages.{position}: tool_use ids were found without tool_result blocks "
-                                f"immediately after: {sorted(pending)}")
+                problems.append(
+                    f"messages.{position}: tool_use ids were found without tool_result blocks "
+                    f"immediately after: {sorted(pending)}"
+                )
             pending = {block["id"] for block in blocks if block.get("type") == "tool_use"}
             continue
         answered = [block.get("tool_use_id") for block in blocks if block.get("type") == "tool_result"]
         for tool_use_id in answered:
             if tool_use_id not in pending:
-                problems.append(f"messages.{position}: unexpected tool_use_id {tool_use_id} in tool_result "
-                                "blocks: each tool_result must match a tool_use in the previous message")
+                problems.append(
+                    f"messages.{position}: unexpected tool_use_id {tool_use_id} in tool_result "
+                    "blocks: each tool_result must match a tool_use in the previous message"
+                )
         if len(answered) != len(set(answered)):
             problems.append(f"messages.{position}: a tool_use_id was answered twice")
         if pending - set(answered):
-            problems.append(f"messages.{position}: tool_use ids were found without tool_result blocks "
-                            f"immediately after: {sorted(pending - set(answered))}")
+            problems.append(
+                f"messages.{position}: tool_use ids were found without tool_result blocks "
+                f"immediately after: {sorted(pending - set(answered))}"
+            )
         pending = set()
     if pending:
         problems.append(f"the last assistant message has unanswered tool_use ids {sorted(pending)}")
@@ -155,8 +178,9 @@ class AnthropicCache:
             marked = isinstance(segment, dict) and "cache_control" in segment
             # Where the breakpoints sit is not part of the cached content: a prefix written at one
             # request's last breakpoint is found again when the next request moves its breakpoints on.
-            text = json.dumps({key: value for key, value in segment.items() if key != "cache_control"}
-                              if marked else segment)
+            text = json.dumps(
+                {key: value for key, value in segment.items() if key != "cache_control"} if marked else segment
+            )
             chars += len(text)
             digest.update(text.encode())
             if marked:
@@ -166,8 +190,11 @@ class AnthropicCache:
         end = breakpoints[-1][1] // CHARS_PER_TOKEN if breakpoints else 0
         write = max(end - read, 0) if breakpoints and breakpoints[-1][0] not in self.written else 0
         self.written.update(key for key, _ in breakpoints)
-        return {"input_tokens": max(total - read - write, 0), "cache_creation_input_tokens": write,
-                "cache_read_input_tokens": read}
+        return {
+            "input_tokens": max(total - read - write, 0),
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+        }
 
 
 def _system_blocks(system: Any) -> list[dict[str, Any]]:
@@ -184,14 +211,24 @@ def openai_error(error_type: str, message: str, code: str | None = None) -> dict
 
 
 def _openai_calls(turn: ModelTurn) -> list[dict[str, Any]]:
-    return [{"id": call_id("openai", tool), "type": "function",
-             "function": {"name": tool.name, "arguments": tool.arguments_text()}} for tool in turn.tool_calls]
+    return [
+        {
+            "id": call_id("openai", tool),
+            "type": "function",
+            "function": {"name": tool.name, "arguments": tool.arguments_text()},
+        }
+        for tool in turn.tool_calls
+    ]
 
 
 def _openai_usage(prompt: int, cached: int, turn: ModelTurn) -> dict[str, Any]:
     completion = output_tokens(turn)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
 
 
 def openai_completion(turn: ModelTurn, model: str, prompt: int, cached: int) -> dict[str, Any]:
@@ -203,15 +240,23 @@ def openai_completion(turn: ModelTurn, model: str, prompt: int, cached: int) -> 
         message["tool_calls"] = calls
     finish = turn.stop_reason or ("tool_calls" if calls else "stop")
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
-            "created": int(time.time()), "model": model, "choices": [choice],
-            "usage": _openai_usage(prompt, cached, turn)}
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": _openai_usage(prompt, cached, turn),
+    }
 
 
-def openai_chunks(turn: ModelTurn, model: str, prompt: int, cached: int,
-                  include_usage: bool) -> list[dict[str, Any]]:
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": model}
+def openai_chunks(turn: ModelTurn, model: str, prompt: int, cached: int, include_usage: bool) -> list[dict[str, Any]]:
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
@@ -222,11 +267,17 @@ def openai_chunks(turn: ModelTurn, model: str, prompt: int, cached: int,
     if turn.text:
         chunks.extend(chunk({"content": piece}) for piece in _pieces(turn.text))
     for index, call in enumerate(_openai_calls(turn)):
-        opening = {"index": index, "id": call["id"], "type": "function",
-                   "function": {"name": call["function"]["name"], "arguments": ""}}
+        opening = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
         chunks.append(chunk({"tool_calls": [opening]}))
-        chunks.extend(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                      for piece in _pieces(call["function"]["arguments"]))
+        chunks.extend(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(call["function"]["arguments"])
+        )
     chunks.append(chunk({}, turn.stop_reason or ("tool_calls" if turn.tool_calls else "stop")))
     if include_usage:
         chunks.append({**base, "choices": [], "usage": _openai_usage(prompt, cached, turn)})
@@ -243,13 +294,17 @@ def openai_problems(body: dict[str, Any]) -> list[str]:
         role = message.get("role")
         if role == "tool":
             if message.get("tool_call_id") not in pending:
-                problems.append(f"messages.[{position}]: messages with role 'tool' must be a response to a "
-                                "preceding message with 'tool_calls'")
+                problems.append(
+                    f"messages.[{position}]: messages with role 'tool' must be a response to a "
+                    "preceding message with 'tool_calls'"
+                )
             pending.discard(message.get("tool_call_id"))
             continue
         if pending:
-            problems.append(f"messages.[{position}]: an assistant message with 'tool_calls' must be followed "
-                            f"by tool messages responding to each 'tool_call_id'; missing {sorted(pending)}")
+            problems.append(
+                f"messages.[{position}]: an assistant message with 'tool_calls' must be followed "
+                f"by tool messages responding to each 'tool_call_id'; missing {sorted(pending)}"
+            )
             pending = set()
         if role == "assistant":
             pending = {call["id"] for call in message.get("tool_calls") or []}

@@ -168,9 +168,7 @@ def check_schema(config: dict[str, Any]) -> None:
             raise ConfigError(f"section {key!r} must be a mapping")
         for field in value:
             if field not in allowed:
-                raise ConfigError(
-                    f"unknown field {field!r} in section {key!r} (known: {', '.join(sorted(allowed))})"
-                )
+                raise ConfigError(f"unknown field {field!r} in section {key!r} (known: {', '.join(sorted(allowed))})")
     model, data = config.get("model") or {}, config.get("data") or {}
     if not model.get("target_model_path"):
         raise ConfigError("model.target_model_path is required")

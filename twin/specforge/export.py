@@ -36,8 +36,7 @@ def export(target: str, checkpoint: Path, draft_config: Path, output_dir: Path) 
         acceptance = float(state["per_position_acceptance"])
     except (OSError, ValueError, KeyError, TypeError):
         raise TrainingError(
-            f"FileNotFoundError: {checkpoint} is not a runtime checkpoint "
-            "(training_state.pt missing or unreadable)"
+            f"FileNotFoundError: {checkpoint} is not a runtime checkpoint (training_state.pt missing or unreadable)"
         ) from None
     try:
         config = json.loads(draft_config.read_text(encoding="utf-8"))

@@ -65,8 +65,7 @@ def _acceptance(config: dict[str, Any], scenario: Scenario, layout: SimLayout) -
     data = config["data"]
     if not data.get("train_data_path"):
         raise TrainingError(
-            "NotImplementedError: [simulated host] only online training from data.train_data_path "
-            "is simulated"
+            "NotImplementedError: [simulated host] only online training from data.train_data_path is simulated"
         )
     path = Path(str(data["train_data_path"]))
     try:
@@ -78,8 +77,7 @@ def _acceptance(config: dict[str, Any], scenario: Scenario, layout: SimLayout) -
     alignment = target_alignment(records)
     training = scenario.training
     length = (
-        training.generic_accept_length
-        + (training.target_accept_length - training.generic_accept_length) * alignment
+        training.generic_accept_length + (training.target_accept_length - training.generic_accept_length) * alignment
     )
     return per_position_from_length(length), alignment, len(records)
 
@@ -94,12 +92,8 @@ def _step_metrics(acceptance: float, ttt_length: int, learning_rate: float) -> d
         metrics[f"ploss_{position}"] = round(-math.log(max(accuracy, 1e-6)) + 0.35, 4)
         metrics[f"acceptance_rate_{position}"] = round(product, 4)
     metrics["acc"] = round(sum(accuracies) / len(accuracies), 4)
-    metrics["loss"] = round(
-        sum(0.8**position * metrics[f"ploss_{position}"] for position in range(ttt_length)), 4
-    )
-    metrics["acceptance_rate"] = round(
-        sum(metrics[f"acceptance_rate_{p}"] for p in range(ttt_length)) / ttt_length, 4
-    )
+    metrics["loss"] = round(sum(0.8**position * metrics[f"ploss_{position}"] for position in range(ttt_length)), 4)
+    metrics["acceptance_rate"] = round(sum(metrics[f"acceptance_rate_{p}"] for p in range(ttt_length)) / ttt_length, 4)
     metrics["lr"] = learning_rate
     return metrics
 
@@ -137,9 +131,7 @@ def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_on
         raise TrainingError(f"OSError: target model {model['target_model_path']} not found on this host")
     final, alignment, records = _acceptance(config, scenario, layout)
     batch = int(training.get("batch_size") or 1)
-    steps = int(
-        training.get("max_steps") or int(training.get("num_epochs") or 10) * math.ceil(records / batch)
-    )
+    steps = int(training.get("max_steps") or int(training.get("num_epochs") or 10) * math.ceil(records / batch))
     ttt, rate = int(training.get("ttt_length") or 7), float(training.get("learning_rate") or 1e-4)
     log_every, save_every = (
         int(training.get("log_interval") or 50),
@@ -168,8 +160,7 @@ def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_on
             simulated = accept_length(acceptance, REFERENCE_STEPS) - 1.0
             if eval_every and step % eval_every == 0:
                 print(
-                    f"step {step}: {{'eval/simulated_acc_len': {simulated:.4f}, "
-                    f"'eval/acc': {acceptance:.4f}}}",
+                    f"step {step}: {{'eval/simulated_acc_len': {simulated:.4f}, 'eval/acc': {acceptance:.4f}}}",
                     flush=True,
                 )
             if step % save_every == 0 or step == steps:

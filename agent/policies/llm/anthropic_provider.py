@@ -19,13 +19,17 @@ class AnthropicProvider:
     def __init__(self, settings: LlmSettings, api_key: str) -> None:
         self.settings = settings
         self.model = settings.model_name
-        self.client = anthropic.Anthropic(api_key=api_key, base_url=settings.base_url, max_retries=0,
-                                          timeout=settings.request_timeout_seconds)
+        self.client = anthropic.Anthropic(
+            api_key=api_key, base_url=settings.base_url, max_retries=0, timeout=settings.request_timeout_seconds
+        )
 
     def complete(self, request: ModelRequest) -> ModelReply:
         limit = self.settings.max_output_tokens or ANTHROPIC_MAX_OUTPUT_TOKENS
-        arguments: dict[str, Any] = {"model": self.model, "max_tokens": limit,
-                                     **wire_anthropic.request_parameters(request)}
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": limit,
+            **wire_anthropic.request_parameters(request),
+        }
         if not arguments["tools"]:
             del arguments["tools"]
         if self.settings.temperature is not None:

@@ -28,8 +28,10 @@ def api_key_for(settings: LlmSettings, environ: Mapping[str, str] | None = None)
         return key
     if settings.provider == "openai" and settings.base_url:
         return NO_KEY
-    raise UsageError(f"the llm policy with provider {settings.provider} needs an API key: set "
-                     f"{settings.api_key_variable} (or llm.api_key in the config file)")
+    raise UsageError(
+        f"the llm policy with provider {settings.provider} needs an API key: set "
+        f"{settings.api_key_variable} (or llm.api_key in the config file)"
+    )
 
 
 def make_provider(settings: LlmSettings, environ: Mapping[str, str] | None = None) -> Provider:
@@ -39,9 +41,13 @@ def make_provider(settings: LlmSettings, environ: Mapping[str, str] | None = Non
     return OpenAIProvider(settings, key)
 
 
-def build_llm_policy(settings: LlmSettings, *, on_retry: Callable[[int, float, str], None] | None = None,
-                     environ: Mapping[str, str] | None = None,
-                     sleep: Callable[[float], None] = time.sleep) -> LlmPolicy:
+def build_llm_policy(
+    settings: LlmSettings,
+    *,
+    on_retry: Callable[[int, float, str], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> LlmPolicy:
     """The policy the wiring runs. Raises :class:`UsageError` when no API key is found.
     ``environ`` replaces ``os.environ`` for the key lookup; ``sleep`` is how retry waits are spent."""
     return LlmPolicy(settings, make_provider(settings, environ), on_retry=on_retry, sleep=sleep)

@@ -35,25 +35,34 @@ class AskHumanArgs(BaseModel):
 class FinishArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    summary: str = Field(min_length=1, description="What was achieved, with the measured numbers, what "
-                                                   "is still open, and how to reproduce the final setup.")
+    summary: str = Field(
+        min_length=1,
+        description="What was achieved, with the measured numbers, what "
+        "is still open, and how to reproduce the final setup.",
+    )
 
 
 ASK_HUMAN_DESCRIPTION = (
     "Stop the run and ask the human operator. Use it ONLY when truly blocked: every reasonable next step "
     "needs information, access, hardware action or a decision that only a human can give. Always include "
     "the evidence you gathered and your best hypothesis. The run pauses until the operator answers; the "
-    "answer comes back as this call's result. Call it alone, not together with other tools.")
+    "answer comes back as this call's result. Call it alone, not together with other tools."
+)
 FINISH_DESCRIPTION = (
     "End the run because the goal is reached (or proven impossible with evidence already shown). Give a "
-    "summary with the measured results. Call it alone, after you have seen the results of earlier calls.")
+    "summary with the measured results. Call it alone, after you have seen the results of earlier calls."
+)
 
 
 @functools.cache
 def _schemas() -> tuple[dict[str, Any], ...]:
-    return tuple({"name": name, "description": description, "input_schema": model.model_json_schema()}
-                 for name, description, model in ((ASK_HUMAN, ASK_HUMAN_DESCRIPTION, AskHumanArgs),
-                                                  (FINISH, FINISH_DESCRIPTION, FinishArgs)))
+    return tuple(
+        {"name": name, "description": description, "input_schema": model.model_json_schema()}
+        for name, description, model in (
+            (ASK_HUMAN, ASK_HUMAN_DESCRIPTION, AskHumanArgs),
+            (FINISH, FINISH_DESCRIPTION, FinishArgs),
+        )
+    )
 
 
 def policy_tool_schemas() -> list[dict[str, Any]]:
@@ -73,12 +82,19 @@ def to_action(call: ToolCallRecord) -> Ask | Finish | str:
     try:
         parsed = model.model_validate(arguments)
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(part) for part in item['loc']) or '(root)'}: {item['msg']}"
-                             for item in error.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc']) or '(root)'}: {item['msg']}" for item in error.errors()
+        )
         schema = json.dumps(model.model_json_schema())
         return f"invalid arguments for {call.name}: {problems}. Expected an object matching {schema}"
     if isinstance(parsed, AskHumanArgs):
-        return Ask(question=parsed.question, context=parsed.context, evidence=parsed.evidence,
-                   options=parsed.options, hypothesis=parsed.hypothesis, question_kind=parsed.kind)
+        return Ask(
+            question=parsed.question,
+            context=parsed.context,
+            evidence=parsed.evidence,
+            options=parsed.options,
+            hypothesis=parsed.hypothesis,
+            question_kind=parsed.kind,
+        )
     assert isinstance(parsed, FinishArgs)
     return Finish(summary=parsed.summary)

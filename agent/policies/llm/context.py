@@ -57,8 +57,12 @@ def compact(window: list[AssistantTurn | UserTurn], settings: ContextSettings) -
     return Compaction(window=turns, folded=folded, pruned_results=pruned)
 
 
-def _prune(candidates: list[AssistantTurn | UserTurn], window: list[AssistantTurn | UserTurn], target: int,
-           settings: ContextSettings) -> int:
+def _prune(
+    candidates: list[AssistantTurn | UserTurn],
+    window: list[AssistantTurn | UserTurn],
+    target: int,
+    settings: ContextSettings,
+) -> int:
     """Shorten tool outputs (and long notes) in ``candidates``, oldest first, until the window fits."""
     count = 0
     for turn in candidates:
@@ -77,8 +81,10 @@ def _prune(candidates: list[AssistantTurn | UserTurn], window: list[AssistantTur
 
 def _pruned(result: ToolResultRecord, keep_chars: int) -> ToolResultRecord:
     head = result.content[:keep_chars]
-    content = (f"[output pruned to keep the context small: {len(result.content)} characters; call "
-               f"{result.name} again if you need them]\n{head}")
+    content = (
+        f"[output pruned to keep the context small: {len(result.content)} characters; call "
+        f"{result.name} again if you need them]\n{head}"
+    )
     return result.model_copy(update={"content": content, "pruned": True})
 
 
@@ -89,8 +95,7 @@ def _clip(text: str, limit: int) -> str:
 
 def fold_digest(turns: list[AssistantTurn | UserTurn]) -> tuple[str, list[str]]:
     """A finding (summary and evidence lines) that condenses turns folded out of the window."""
-    results = {result.call_id: result
-               for turn in turns if isinstance(turn, UserTurn) for result in turn.results}
+    results = {result.call_id: result for turn in turns if isinstance(turn, UserTurn) for result in turn.results}
     lines: list[str] = []
     calls = errors = 0
     for turn in turns:
@@ -116,6 +121,8 @@ def fold_digest(turns: list[AssistantTurn | UserTurn]) -> tuple[str, list[str]]:
     if len(lines) > DIGEST_MAX_LINES:
         dropped = len(lines) - DIGEST_MAX_LINES
         lines = [f"({dropped} earlier lines of this digest left out)", *lines[-DIGEST_MAX_LINES:]]
-    summary = (f"Conversation turns of steps {first}-{last} were folded out of the model's context "
-               f"({calls} tool calls, {errors} errors); this digest keeps what they did.")
+    summary = (
+        f"Conversation turns of steps {first}-{last} were folded out of the model's context "
+        f"({calls} tool calls, {errors} errors); this digest keeps what they did."
+    )
     return summary, lines

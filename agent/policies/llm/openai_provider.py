@@ -20,8 +20,9 @@ class OpenAIProvider:
     def __init__(self, settings: LlmSettings, api_key: str) -> None:
         self.settings = settings
         self.model = settings.model_name
-        self.client = openai.OpenAI(api_key=api_key, base_url=settings.base_url, max_retries=0,
-                                    timeout=settings.request_timeout_seconds)
+        self.client = openai.OpenAI(
+            api_key=api_key, base_url=settings.base_url, max_retries=0, timeout=settings.request_timeout_seconds
+        )
         # OpenAI's reasoning models accept only max_completion_tokens; compatible servers know max_tokens.
         self.limit_key = "max_completion_tokens" if settings.base_url is None else "max_tokens"
 
@@ -36,8 +37,9 @@ class OpenAIProvider:
         if not self.settings.stream:
             return wire_openai.reply_from_completion(self.client.chat.completions.create(**arguments))
         accumulator = wire_openai.StreamAccumulator()
-        with self.client.chat.completions.create(**arguments, stream=True,
-                                                 stream_options={"include_usage": True}) as stream:
+        with self.client.chat.completions.create(
+            **arguments, stream=True, stream_options={"include_usage": True}
+        ) as stream:
             for chunk in stream:
                 accumulator.feed(chunk)
         return accumulator.reply()

@@ -33,24 +33,38 @@ from agent.policies.llm.user_turn import build_user_turn
 from prompts import load_prompt
 
 MARK_KEY = "llm_transcript"
-INTRO = ("Work towards the goal in the state document. The current state document is at the end of the "
-         "latest message; earlier turns of this conversation may have been folded into its findings.")
-NO_TRANSCRIPT = ("This run was resumed from the state document alone: the earlier conversation is not "
-                 "available ({reason}). Rebuild your picture from the state document (tasks, findings, "
-                 "processes, next steps) and verify anything that may have changed before acting on it.")
-NO_TOOL_CALL = ("Your last reply called no tool. Continue with the next tool call; call ask_human only if "
-                "truly blocked (with evidence), or finish if the goal is met.")
+INTRO = (
+    "Work towards the goal in the state document. The current state document is at the end of the "
+    "latest message; earlier turns of this conversation may have been folded into its findings."
+)
+NO_TRANSCRIPT = (
+    "This run was resumed from the state document alone: the earlier conversation is not "
+    "available ({reason}). Rebuild your picture from the state document (tasks, findings, "
+    "processes, next steps) and verify anything that may have changed before acting on it."
+)
+NO_TOOL_CALL = (
+    "Your last reply called no tool. Continue with the next tool call; call ask_human only if "
+    "truly blocked (with evidence), or finish if the goal is met."
+)
 CUT_OFF = "Your last reply was cut off at the output token limit; keep replies and tool arguments shorter."
-ALONE = ("{name} was not acted on: call ask_human or finish alone, in a message of its own, after you "
-         "have seen the results of your other calls.")
+ALONE = (
+    "{name} was not acted on: call ask_human or finish alone, in a message of its own, after you "
+    "have seen the results of your other calls."
+)
 
 
 class LlmPolicy:
     name = "llm"
 
-    def __init__(self, settings: LlmSettings, provider: Provider, *, system_prompt: str | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 on_retry: Callable[[int, float, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: LlmSettings,
+        provider: Provider,
+        *,
+        system_prompt: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        on_retry: Callable[[int, float, str], None] | None = None,
+    ) -> None:
         self.settings, self.provider = settings, provider
         self.system_prompt = system_prompt if system_prompt is not None else load_prompt(settings.prompt_name)
         self.price = price_for(provider.model, settings.prices)
@@ -67,20 +81,21 @@ class LlmPolicy:
         self._compact(transcript, view)
         request = self.build_request(view)
         try:
-            reply = call_with_retries(lambda: self.provider.complete(request), self.settings.retry,
-                                      sleep=self._sleep, on_retry=self._on_retry)
+            reply = call_with_retries(
+                lambda: self.provider.complete(request), self.settings.retry, sleep=self._sleep, on_retry=self._on_retry
+            )
         except ModelUnavailable as failure:
             self._commit(transcript, view)
             ask = unavailable_ask(failure, self.provider.name, self.provider.model, self.settings.base_url)
             return Decision(thought=failure.message, actions=[ask])
-        assistant = AssistantTurn(step=view.state.step, text=reply.text,
-                                  calls=_unique_ids(reply.calls, self._call_ids))
+        assistant = AssistantTurn(step=view.state.step, text=reply.text, calls=_unique_ids(reply.calls, self._call_ids))
         self._call_ids.update(call.id for call in assistant.calls)
         self._append(transcript, assistant)
         if not reply.calls and reply.stop_reason in REFUSALS:
             self._commit(transcript, view)
-            return Decision(thought=reply.text, actions=[refusal_ask(reply, self.provider.name)],
-                            usage=self._usage(reply))
+            return Decision(
+                thought=reply.text, actions=[refusal_ask(reply, self.provider.name)], usage=self._usage(reply)
+            )
         actions, own_results, notes = self._actions(assistant)
         if reply.stop_reason in ("max_tokens", "length"):
             notes.append(CUT_OFF)
@@ -98,8 +113,12 @@ class LlmPolicy:
         assert isinstance(last, UserTurn)
         closing = f"<state_document>\n{state_text}\n</state_document>"
         turns[-1] = last.model_copy(update={"notes": [*last.notes, closing]})
-        return ModelRequest(system=self.system_prompt, tools=[*view.tool_schemas, *policy_tool_schemas()],
-                            turns=turns, cache_breakpoints=[len(turns) - 2, len(turns) - 4])
+        return ModelRequest(
+            system=self.system_prompt,
+            tools=[*view.tool_schemas, *policy_tool_schemas()],
+            turns=turns,
+            cache_breakpoints=[len(turns) - 2, len(turns) - 4],
+        )
 
     def close(self) -> None:
         self.provider.close()
@@ -144,26 +163,32 @@ class LlmPolicy:
         """Actions for the loop, results the policy gives itself, and notes for the next user turn."""
         ordinary = [call for call in turn.calls if call.name not in POLICY_TOOLS]
         special = [call for call in turn.calls if call.name in POLICY_TOOLS]
-        actions: list[Action] = [ToolCall(id=call.id, tool=call.name, arguments=call.arguments)
-                                 for call in ordinary]
+        actions: list[Action] = [ToolCall(id=call.id, tool=call.name, arguments=call.arguments) for call in ordinary]
         own_results: list[ToolResultRecord] = []
         if special and (ordinary or len(special) > 1):
-            own_results = [ToolResultRecord(call_id=call.id, name=call.name, is_error=True,
-                                            content=ALONE.format(name=call.name)) for call in special]
+            own_results = [
+                ToolResultRecord(call_id=call.id, name=call.name, is_error=True, content=ALONE.format(name=call.name))
+                for call in special
+            ]
         elif special:
             outcome: Ask | Finish | str = to_action(special[0])
             if isinstance(outcome, str):
-                own_results = [ToolResultRecord(call_id=special[0].id, name=special[0].name, is_error=True,
-                                                content=outcome)]
+                own_results = [
+                    ToolResultRecord(call_id=special[0].id, name=special[0].name, is_error=True, content=outcome)
+                ]
             else:
                 actions.append(outcome)
         return actions, own_results, [] if turn.calls else [NO_TOOL_CALL]
 
     def _usage(self, reply: ModelReply) -> ModelUsage:
         tokens = reply.tokens
-        return ModelUsage(input_tokens=tokens.input_tokens, output_tokens=tokens.output_tokens,
-                          cached_input_tokens=tokens.cache_read_tokens, cost_usd=cost_usd(tokens, self.price),
-                          model_calls=1)
+        return ModelUsage(
+            input_tokens=tokens.input_tokens,
+            output_tokens=tokens.output_tokens,
+            cached_input_tokens=tokens.cache_read_tokens,
+            cost_usd=cost_usd(tokens, self.price),
+            model_calls=1,
+        )
 
 
 def _saved_mark(view: PolicyView) -> TranscriptMark | None:

@@ -33,8 +33,9 @@ class TokenCounts(BaseModel):
     cache_write_tokens: int = 0
 
 
-def _price(input_price: float, output_price: float, cache_write: float | None = None,
-           cache_read: float | None = None) -> ModelPrice:
+def _price(
+    input_price: float, output_price: float, cache_write: float | None = None, cache_read: float | None = None
+) -> ModelPrice:
     return ModelPrice(input=input_price, output=output_price, cache_write=cache_write, cache_read=cache_read)
 
 
@@ -96,6 +97,10 @@ def cost_usd(tokens: TokenCounts, price: ModelPrice) -> float:
     cache_read = price.cache_read if price.cache_read is not None else price.input
     cache_write = price.cache_write if price.cache_write is not None else price.input
     plain_input = max(tokens.input_tokens - tokens.cache_read_tokens - tokens.cache_write_tokens, 0)
-    total = (plain_input * price.input + tokens.cache_read_tokens * cache_read
-             + tokens.cache_write_tokens * cache_write + tokens.output_tokens * price.output)
+    total = (
+        plain_input * price.input
+        + tokens.cache_read_tokens * cache_read
+        + tokens.cache_write_tokens * cache_write
+        + tokens.output_tokens * price.output
+    )
     return total / 1_000_000

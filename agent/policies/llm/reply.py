@@ -49,8 +49,16 @@ class IncompleteResponse(Exception):
 class ModelUnavailable(Exception):
     """The model could not be reached or refused the request; carries what the human needs to decide."""
 
-    def __init__(self, message: str, *, attempts: int, elapsed_seconds: float, errors: list[str],
-                 retryable: bool, status_code: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        elapsed_seconds: float,
+        errors: list[str],
+        retryable: bool,
+        status_code: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.attempts = attempts

@@ -43,7 +43,11 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 TRANSPORT_ERRORS = _transport_errors()
 # Everything a provider call may raise for API or network reasons; anything else is a bug and propagates.
 API_FAILURES: tuple[type[BaseException], ...] = (
-    anthropic.AnthropicError, openai.OpenAIError, IncompleteResponse, *TRANSPORT_ERRORS)
+    anthropic.AnthropicError,
+    openai.OpenAIError,
+    IncompleteResponse,
+    *TRANSPORT_ERRORS,
+)
 
 
 def status_code(error: BaseException) -> int | None:
@@ -120,9 +124,13 @@ class BackoffWait(wait_base):
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-def call_with_retries(function: Callable[[], ResultT], settings: RetrySettings, *,
-                      sleep: Callable[[float], None] = time.sleep,
-                      on_retry: Callable[[int, float, str], None] | None = None) -> ResultT:
+def call_with_retries(
+    function: Callable[[], ResultT],
+    settings: RetrySettings,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: Callable[[int, float, str], None] | None = None,
+) -> ResultT:
     """Call ``function`` until it succeeds, a failure is not transient, or the attempt/time bounds run out."""
     errors: list[str] = []
     started = time.monotonic()
@@ -140,18 +148,26 @@ def call_with_retries(function: Callable[[], ResultT], settings: RetrySettings, 
 
     retrying: Retrying = Retrying(
         stop=stop_after_attempt(settings.max_attempts) | stop_before_delay(settings.max_total_seconds),
-        wait=BackoffWait(settings), retry=retry_if_exception(is_retryable), sleep=sleep, reraise=True,
-        before_sleep=before_sleep)
+        wait=BackoffWait(settings),
+        retry=retry_if_exception(is_retryable),
+        sleep=sleep,
+        reraise=True,
+        before_sleep=before_sleep,
+    )
     try:
         return retrying(attempt)
     except API_FAILURES as error:
         elapsed = time.monotonic() - started
         transient = is_retryable(error)
-        verdict = (f"gave up after {len(errors)} attempt(s) in {elapsed:.1f} s" if transient
-                   else "the request was refused")
+        verdict = (
+            f"gave up after {len(errors)} attempt(s) in {elapsed:.1f} s" if transient else "the request was refused"
+        )
         last = errors[-1] if errors else describe(error)
-        raise ModelUnavailable(f"{verdict}: {last}", attempts=len(errors),
-                               elapsed_seconds=elapsed, errors=errors, retryable=transient,
-                               status_code=status_code(error)) from error
-
-
+        raise ModelUnavailable(
+            f"{verdict}: {last}",
+            attempts=len(errors),
+            elapsed_seconds=elapsed,
+            errors=errors,
+            retryable=transient,
+            status_code=status_code(error),
+        ) from error

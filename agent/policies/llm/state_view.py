@@ -15,8 +15,7 @@ from typing import Any
 from agent.render import render_status
 from agent.state import ProjectState
 
-RECENT_ENTRIES: dict[str, int] = {"findings": 40, "processes": 12, "benchmarks": 15, "patches": 15,
-                                  "questions": 8}
+RECENT_ENTRIES: dict[str, int] = {"findings": 40, "processes": 12, "benchmarks": 15, "patches": 15, "questions": 8}
 LEFT_OUT = ("notifications",)
 FULL_EVIDENCE_FINDINGS = 5
 OLDER_EVIDENCE_LINES = 3
@@ -38,8 +37,10 @@ def bounded_copy(state: ProjectState, factor: float = 1.0) -> tuple[ProjectState
     for index in range(max(len(findings) - FULL_EVIDENCE_FINDINGS, 0)):
         finding = findings[index]
         if len(finding.evidence) > OLDER_EVIDENCE_LINES:
-            evidence = [*finding.evidence[:OLDER_EVIDENCE_LINES],
-                        f"({len(finding.evidence) - OLDER_EVIDENCE_LINES} more evidence lines on disk)"]
+            evidence = [
+                *finding.evidence[:OLDER_EVIDENCE_LINES],
+                f"({len(finding.evidence) - OLDER_EVIDENCE_LINES} more evidence lines on disk)",
+            ]
             findings[index] = finding.model_copy(update={"evidence": evidence})
     return state.model_copy(update=updates), omitted
 

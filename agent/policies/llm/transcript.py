@@ -79,15 +79,21 @@ class Transcript:
             aside = self.path.with_name(f"transcript-{header_run}.jsonl")
             os.replace(self.path, aside)
             return LoadedTranscript(
-                problem=f"the transcript belonged to run {header_run} and was moved to {aside.name}")
+                problem=f"the transcript belonged to run {header_run} and was moved to {aside.name}"
+            )
         count = max(turns, default=-1) + 1
         if committed is not None:
             count, window_start = min(count, committed.turns), committed.window_start
         self.turns_recorded = count
         window = [turns[index] for index in range(window_start, count) if index in turns]
         problem = f"{skipped} unreadable transcript lines were skipped" if skipped else None
-        return LoadedTranscript(window=window, window_start=min(window_start, count), turns_recorded=count,
-                                skipped_lines=skipped, problem=problem)
+        return LoadedTranscript(
+            window=window,
+            window_start=min(window_start, count),
+            turns_recorded=count,
+            skipped_lines=skipped,
+            problem=problem,
+        )
 
     def append_turn(self, turn: AssistantTurn | UserTurn) -> None:
         """Queue a turn; :meth:`flush` writes it."""
@@ -97,8 +103,7 @@ class Transcript:
 
     def record_fold(self, window_start: int, folded_turns: int, summary: str) -> None:
         """Queue the record that the window now starts at turn ``window_start``."""
-        self._pending.append({"kind": "fold", "upto": window_start, "folded": folded_turns,
-                              "summary": summary})
+        self._pending.append({"kind": "fold", "upto": window_start, "folded": folded_turns, "summary": summary})
 
     def flush(self) -> None:
         """Append the queued records as whole lines and make them durable, with one fsync. The file is
@@ -107,8 +112,10 @@ class Transcript:
             return
         records, self._pending = self._pending, []
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = b"".join((json.dumps(redact_value({"at": utc_now(), **record}), ensure_ascii=False) + "\n")
-                        .encode("utf-8") for record in records)
+        data = b"".join(
+            (json.dumps(redact_value({"at": utc_now(), **record}), ensure_ascii=False) + "\n").encode("utf-8")
+            for record in records
+        )
         with open(self.path, "ab+") as handle:
             handle.seek(0, os.SEEK_END)
             if handle.tell() == 0:

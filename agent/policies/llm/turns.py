@@ -53,10 +53,8 @@ def arguments_json(arguments: dict[str, Any] | str) -> str:
 def turn_chars(turn: AssistantTurn | UserTurn) -> int:
     """Characters this turn adds to a prompt (the basis of the token estimate)."""
     if isinstance(turn, AssistantTurn):
-        return len(turn.text) + sum(len(call.name) + len(arguments_json(call.arguments)) + 40
-                                    for call in turn.calls)
-    return (sum(len(result.content) + 60 for result in turn.results)
-            + sum(len(note) + 10 for note in turn.notes))
+        return len(turn.text) + sum(len(call.name) + len(arguments_json(call.arguments)) + 40 for call in turn.calls)
+    return sum(len(result.content) + 60 for result in turn.results) + sum(len(note) + 10 for note in turn.notes)
 
 
 def estimate_tokens(chars: int, chars_per_token: float) -> int:
@@ -69,8 +67,9 @@ def merge_turns(turns: list[AssistantTurn | UserTurn]) -> list[AssistantTurn | U
     for turn in turns:
         previous = merged[-1] if merged else None
         if isinstance(turn, UserTurn) and isinstance(previous, UserTurn):
-            merged[-1] = UserTurn(step=previous.step, results=[*previous.results, *turn.results],
-                                  notes=[*previous.notes, *turn.notes])
+            merged[-1] = UserTurn(
+                step=previous.step, results=[*previous.results, *turn.results], notes=[*previous.notes, *turn.notes]
+            )
         elif isinstance(turn, AssistantTurn) and isinstance(previous, AssistantTurn):
             text = "\n\n".join(part for part in (previous.text, turn.text) if part)
             merged[-1] = AssistantTurn(step=turn.step, text=text, calls=[*previous.calls, *turn.calls])
@@ -98,8 +97,11 @@ def paired_results(turns: list[AssistantTurn | UserTurn]) -> list[AssistantTurn 
         expected = {call.id for call in previous.calls} if isinstance(previous, AssistantTurn) else set()
         matched = [result for result in turn.results if result.call_id in expected]
         matched = list({result.call_id: result for result in matched}.values())
-        orphans = [f"Result of an earlier call {result.name} ({result.call_id}): {result.content}"
-                   for result in turn.results if result.call_id not in expected]
+        orphans = [
+            f"Result of an earlier call {result.name} ({result.call_id}): {result.content}"
+            for result in turn.results
+            if result.call_id not in expected
+        ]
         if isinstance(previous, AssistantTurn):
             matched += _missing_results(previous, {result.call_id for result in matched})
             order = {call.id: position for position, call in enumerate(previous.calls)}
@@ -109,7 +111,13 @@ def paired_results(turns: list[AssistantTurn | UserTurn]) -> list[AssistantTurn 
 
 
 def _missing_results(turn: AssistantTurn, answered: set[str]) -> list[ToolResultRecord]:
-    return [ToolResultRecord(call_id=call.id, name=call.name, is_error=True,
-                             content="No result was recorded for this call; check the state document "
-                                     "before repeating it.")
-            for call in turn.calls if call.id not in answered]
+    return [
+        ToolResultRecord(
+            call_id=call.id,
+            name=call.name,
+            is_error=True,
+            content="No result was recorded for this call; check the state document before repeating it.",
+        )
+        for call in turn.calls
+        if call.id not in answered
+    ]

@@ -18,40 +18,53 @@ def _hypothesis(failure: ModelUnavailable, provider: str) -> str:
     if code == 404:
         return "The model name or the base URL is wrong (the server does not know this model or path)."
     if code in (400, 413, 422):
-        return ("The server rejected the request itself: the prompt may exceed the model's context window, "
-                "or the server does not support something the request used (tool calling, streaming usage).")
+        return (
+            "The server rejected the request itself: the prompt may exceed the model's context window, "
+            "or the server does not support something the request used (tool calling, streaming usage)."
+        )
     if code == 429:
         return "The rate limit or the account's quota is exhausted; waiting or raising the quota helps."
-    return (f"The {provider} API is overloaded, failing or unreachable; the run itself is fine and continues "
-            "as soon as the API answers.")
+    return (
+        f"The {provider} API is overloaded, failing or unreachable; the run itself is fine and continues "
+        "as soon as the API answers."
+    )
 
 
 def unavailable_ask(failure: ModelUnavailable, provider: str, model: str, base_url: str | None) -> Ask:
     where = f"{provider} model {model}" + (f" at {base_url}" if base_url else "")
     if failure.retryable:
-        question = (f"The {where} did not answer ({failure.message}). Should I retry now, or will you change "
-                    "the provider or model first?")
+        question = (
+            f"The {where} did not answer ({failure.message}). Should I retry now, or will you change "
+            "the provider or model first?"
+        )
     else:
         question = f"The {where} refused the request ({failure.message}). How should I proceed?"
     return Ask(
         question=question,
-        context=("The agent cannot choose its next step without the model. The state document and the "
-                 "conversation are saved; `agent resume` continues exactly where the run stopped."),
+        context=(
+            "The agent cannot choose its next step without the model. The state document and the "
+            "conversation are saved; `agent resume` continues exactly where the run stopped."
+        ),
         evidence=failure.errors[-MAX_EVIDENCE_LINES:],
-        options=["retry now (agent resume)",
-                 "change the provider, model or base URL in the configuration, then resume", "stop the run"],
+        options=[
+            "retry now (agent resume)",
+            "change the provider, model or base URL in the configuration, then resume",
+            "stop the run",
+        ],
         hypothesis=_hypothesis(failure, provider),
-        question_kind="model_unavailable")
+        question_kind="model_unavailable",
+    )
 
 
 def refusal_ask(reply: ModelReply, provider: str) -> Ask:
     said = " ".join(reply.text.split())[:500]
     return Ask(
-        question=(f"The {provider} model declined to continue (stop reason: {reply.stop_reason}). "
-                  "How should I proceed?"),
+        question=(
+            f"The {provider} model declined to continue (stop reason: {reply.stop_reason}). How should I proceed?"
+        ),
         context="A refusal is not retried: asking again with the same conversation gets the same answer.",
         evidence=[f"model said: {said}"] if said else [],
-        options=["rephrase the goal or answer with guidance, then resume", "switch model, then resume",
-                 "stop the run"],
+        options=["rephrase the goal or answer with guidance, then resume", "switch model, then resume", "stop the run"],
         hypothesis="Something in the goal, a tool output or a log excerpt tripped the provider's safety filter.",
-        question_kind="model_refusal")
+        question_kind="model_refusal",
+    )

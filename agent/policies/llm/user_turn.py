@@ -20,10 +20,14 @@ from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, ToolResultRe
 from agent.state import Question
 from tools.redact import redact_text
 
-INTERRUPTED_NOTE = ("INTERRUPTED: this call was started but its result was lost when the agent stopped. "
-                    "Its effect is unknown: verify it before repeating the call.")
-MISSING_NOTE = ("No result was handed back for this call (the run stopped before its result reached you). "
-                "Check the state document and the tool's effect before repeating it.")
+INTERRUPTED_NOTE = (
+    "INTERRUPTED: this call was started but its result was lost when the agent stopped. "
+    "Its effect is unknown: verify it before repeating the call."
+)
+MISSING_NOTE = (
+    "No result was handed back for this call (the run stopped before its result reached you). "
+    "Check the state document and the tool's effect before repeating it."
+)
 
 
 def _clip(text: str, max_chars: int) -> str:
@@ -46,8 +50,12 @@ def from_observation(observation: Observation, max_chars: int) -> ToolResultReco
     text, is_error = result_text(observation.result.model_dump(mode="json"))
     if observation.interrupted:
         text, is_error = f"{INTERRUPTED_NOTE}\n{text}", True
-    return ToolResultRecord(call_id=observation.call_id, name=observation.tool, is_error=is_error,
-                            content=_clip(redact_text(text), max_chars))
+    return ToolResultRecord(
+        call_id=observation.call_id,
+        name=observation.tool,
+        is_error=is_error,
+        content=_clip(redact_text(text), max_chars),
+    )
 
 
 def from_journal(state_dir: Path, calls: list[ToolCallRecord], max_chars: int) -> dict[str, ToolResultRecord]:
@@ -61,18 +69,26 @@ def from_journal(state_dir: Path, calls: list[ToolCallRecord], max_chars: int) -
         if isinstance(record.get("result"), dict):
             text, is_error = result_text(record["result"])
         elif record.get("needs_approval"):
-            text, is_error = (f"Not run: the tool needs a human's approval ({record['needs_approval']}); the "
-                              "run paused to ask. The answer, if any, is in this message."), True
+            text, is_error = (
+                (
+                    f"Not run: the tool needs a human's approval ({record['needs_approval']}); the "
+                    "run paused to ask. The answer, if any, is in this message."
+                ),
+                True,
+            )
         else:
             continue
-        found[call.id] = ToolResultRecord(call_id=call.id, name=call.name, is_error=is_error,
-                                          content=_clip(redact_text(text), max_chars))
+        found[call.id] = ToolResultRecord(
+            call_id=call.id, name=call.name, is_error=is_error, content=_clip(redact_text(text), max_chars)
+        )
     return found
 
 
 def answers_text(questions: list[Question]) -> str:
-    parts = [f'The human answered question {question.id} ("{question.question}"): {question.answer}'
-             for question in questions]
+    parts = [
+        f'The human answered question {question.id} ("{question.question}"): {question.answer}'
+        for question in questions
+    ]
     return redact_text("\n".join(parts))
 
 
@@ -81,8 +97,12 @@ def unanswered_calls(window: list[AssistantTurn | UserTurn]) -> list[ToolCallRec
     for index in range(len(window) - 1, -1, -1):
         turn = window[index]
         if isinstance(turn, AssistantTurn):
-            answered = {result.call_id for later in window[index + 1:] if isinstance(later, UserTurn)
-                        for result in later.results}
+            answered = {
+                result.call_id
+                for later in window[index + 1 :]
+                if isinstance(later, UserTurn)
+                for result in later.results
+            }
             return [call for call in turn.calls if call.id not in answered]
     return []
 
@@ -103,14 +123,23 @@ def build_user_turn(window: list[AssistantTurn | UserTurn], view: PolicyView, ma
             content = answers_text(view.new_answers) or "The run was resumed without an answer to this."
             results.append(ToolResultRecord(call_id=call.id, name=call.name, content=content))
         elif call.name == FINISH:
-            results.append(ToolResultRecord(call_id=call.id, name=call.name, content=(
-                "The run had finished; the operator resumed it. Continue from the state document.")))
+            results.append(
+                ToolResultRecord(
+                    call_id=call.id,
+                    name=call.name,
+                    content=("The run had finished; the operator resumed it. Continue from the state document."),
+                )
+            )
         else:
-            results.append(recovered.get(call.id) or ToolResultRecord(
-                call_id=call.id, name=call.name, is_error=True, content=MISSING_NOTE))
-    notes = [f"Result of call {observation.call_id} ({observation.tool}), which this conversation no longer "
-             f"holds:\n{from_observation(observation, max_chars).content}"
-             for observation in observations.values()]
+            results.append(
+                recovered.get(call.id)
+                or ToolResultRecord(call_id=call.id, name=call.name, is_error=True, content=MISSING_NOTE)
+            )
+    notes = [
+        f"Result of call {observation.call_id} ({observation.tool}), which this conversation no longer "
+        f"holds:\n{from_observation(observation, max_chars).content}"
+        for observation in observations.values()
+    ]
     if view.new_answers and not answers_used:
         notes.append(answers_text(view.new_answers))
     if view.nudge:

@@ -28,8 +28,14 @@ EPHEMERAL = {"type": "ephemeral"}
 def request_parameters(request: ModelRequest) -> dict[str, Any]:
     """``system``, ``tools`` and ``messages`` for ``messages.create``. The stable prefix (tools and
     system prompt) carries a cache breakpoint, and so do the turns the request names as reusable."""
-    tools = [{"name": tool["name"], "description": tool.get("description", ""),
-              "input_schema": tool.get("input_schema", {"type": "object"})} for tool in request.tools]
+    tools = [
+        {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "input_schema": tool.get("input_schema", {"type": "object"}),
+        }
+        for tool in request.tools
+    ]
     if tools:
         tools[-1]["cache_control"] = EPHEMERAL
     system = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
@@ -49,15 +55,20 @@ def _message(turn: AssistantTurn | UserTurn) -> dict[str, Any]:
             blocks.append({"type": "text", "text": turn.text})
         for call in turn.calls:
             # The API wants an object here; malformed text is echoed under a key so the model sees it.
-            tool_input = (call.arguments if isinstance(call.arguments, dict)
-                          else {"unparsed_arguments": call.arguments})
+            tool_input = call.arguments if isinstance(call.arguments, dict) else {"unparsed_arguments": call.arguments}
             blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input})
         if not blocks:
             blocks.append({"type": "text", "text": "(no reply)"})
         return {"role": "assistant", "content": blocks}
     for result in turn.results:
-        blocks.append({"type": "tool_result", "tool_use_id": result.call_id,
-                       "content": result.content or "(empty)", "is_error": result.is_error})
+        blocks.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": result.content or "(empty)",
+                "is_error": result.is_error,
+            }
+        )
     for note in turn.notes:
         blocks.append({"type": "text", "text": note})
     if not blocks:
@@ -87,8 +98,12 @@ def _tokens(usage: Any) -> TokenCounts:
     uncached = int(getattr(usage, "input_tokens", 0) or 0)
     read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
     written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-    return TokenCounts(input_tokens=uncached + read + written, output_tokens=int(usage.output_tokens or 0),
-                       cache_read_tokens=read, cache_write_tokens=written)
+    return TokenCounts(
+        input_tokens=uncached + read + written,
+        output_tokens=int(usage.output_tokens or 0),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
 
 
 def reply_from_message(message: anthropic_types.Message) -> ModelReply:
@@ -99,8 +114,13 @@ def reply_from_message(message: anthropic_types.Message) -> ModelReply:
             text_parts.append(block.text)
         elif isinstance(block, anthropic_types.ToolUseBlock):
             calls.append(ToolCallRecord(id=block.id, name=block.name, arguments=_arguments(block.input)))
-    return ModelReply(text="\n".join(text_parts), calls=calls, stop_reason=message.stop_reason or "",
-                      tokens=_tokens(message.usage), model=message.model)
+    return ModelReply(
+        text="\n".join(text_parts),
+        calls=calls,
+        stop_reason=message.stop_reason or "",
+        tokens=_tokens(message.usage),
+        model=message.model,
+    )
 
 
 class StreamAccumulator:
@@ -150,8 +170,11 @@ class StreamAccumulator:
         if usage.input_tokens is not None:
             read_count = read if read is not None else self.usage.cache_read_tokens
             written_count = written if written is not None else self.usage.cache_write_tokens
-            self.usage = TokenCounts(input_tokens=usage.input_tokens + read_count + written_count,
-                                     cache_read_tokens=read_count, cache_write_tokens=written_count)
+            self.usage = TokenCounts(
+                input_tokens=usage.input_tokens + read_count + written_count,
+                cache_read_tokens=read_count,
+                cache_write_tokens=written_count,
+            )
         self.usage = self.usage.model_copy(update={"output_tokens": usage.output_tokens})
 
     def reply(self) -> ModelReply:
@@ -164,7 +187,9 @@ class StreamAccumulator:
             if block["kind"] == "text":
                 text_parts.append(block["text"])
             else:
-                calls.append(ToolCallRecord(id=block["id"], name=block["name"],
-                                            arguments=_parse_arguments(block["json"])))
-        return ModelReply(text="\n".join(text_parts), calls=calls, stop_reason=self.stop_reason,
-                          tokens=self.usage, model=self.model)
+                calls.append(
+                    ToolCallRecord(id=block["id"], name=block["name"], arguments=_parse_arguments(block["json"]))
+                )
+        return ModelReply(
+            text="\n".join(text_parts), calls=calls, stop_reason=self.stop_reason, tokens=self.usage, model=self.model
+        )

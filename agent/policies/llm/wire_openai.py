@@ -19,10 +19,17 @@ ERROR_PREFIX = "ERROR: "
 
 def request_parameters(request: ModelRequest) -> dict[str, Any]:
     """``messages`` and ``tools`` for ``chat.completions.create``."""
-    tools = [{"type": "function",
-              "function": {"name": tool["name"], "description": tool.get("description", ""),
-                           "parameters": tool.get("input_schema", {"type": "object"})}}
-             for tool in request.tools]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool.get("input_schema", {"type": "object"}),
+            },
+        }
+        for tool in request.tools
+    ]
     messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
     for turn in request.turns:
         messages.extend(_messages(turn))
@@ -34,16 +41,24 @@ def _messages(turn: AssistantTurn | UserTurn) -> list[dict[str, Any]]:
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.calls:
             message["tool_calls"] = [
-                {"id": call.id, "type": "function",
-                 "function": {"name": call.name, "arguments": arguments_json(call.arguments)}}
-                for call in turn.calls]
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": arguments_json(call.arguments)},
+                }
+                for call in turn.calls
+            ]
         elif not turn.text:
             message["content"] = "(no reply)"
         return [message]
     messages: list[dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": result.call_id,
-         "content": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)")}
-        for result in turn.results]
+        {
+            "role": "tool",
+            "tool_call_id": result.call_id,
+            "content": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)"),
+        }
+        for result in turn.results
+    ]
     if turn.notes or not messages:
         messages.append({"role": "user", "content": "\n\n".join(turn.notes) or "Continue."})
     return messages
@@ -65,9 +80,12 @@ def _tokens(usage: Any) -> TokenCounts:
     details = getattr(usage, "prompt_tokens_details", None)
     cached = int(getattr(details, "cached_tokens", 0) or 0)
     written = int(getattr(details, "cache_write_tokens", 0) or 0)  # reported by newer API versions only
-    return TokenCounts(input_tokens=int(usage.prompt_tokens or 0),
-                       output_tokens=int(usage.completion_tokens or 0),
-                       cache_read_tokens=cached, cache_write_tokens=written)
+    return TokenCounts(
+        input_tokens=int(usage.prompt_tokens or 0),
+        output_tokens=int(usage.completion_tokens or 0),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+    )
 
 
 def reply_from_completion(completion: Any) -> ModelReply:
@@ -80,10 +98,16 @@ def reply_from_completion(completion: Any) -> ModelReply:
         function = getattr(call, "function", None)
         if function is None:
             continue
-        calls.append(ToolCallRecord(id=call.id or "", name=function.name or "",
-                                    arguments=parse_arguments(function.arguments)))
-    return ModelReply(text=choice.message.content or "", calls=calls, stop_reason=choice.finish_reason or "",
-                      tokens=_tokens(completion.usage), model=completion.model or "")
+        calls.append(
+            ToolCallRecord(id=call.id or "", name=function.name or "", arguments=parse_arguments(function.arguments))
+        )
+    return ModelReply(
+        text=choice.message.content or "",
+        calls=calls,
+        stop_reason=choice.finish_reason or "",
+        tokens=_tokens(completion.usage),
+        model=completion.model or "",
+    )
 
 
 class StreamAccumulator:
@@ -119,8 +143,10 @@ class StreamAccumulator:
     def reply(self) -> ModelReply:
         if not self.finish_reason:
             raise IncompleteResponse("the stream ended before a finish_reason")
-        calls = [ToolCallRecord(id=entry["id"], name=entry["name"],
-                                arguments=parse_arguments(entry["arguments"]))
-                 for _, entry in sorted(self.calls.items())]
-        return ModelReply(text="".join(self.text), calls=calls, stop_reason=self.finish_reason,
-                          tokens=self.tokens, model=self.model)
+        calls = [
+            ToolCallRecord(id=entry["id"], name=entry["name"], arguments=parse_arguments(entry["arguments"]))
+            for _, entry in sorted(self.calls.items())
+        ]
+        return ModelReply(
+            text="".join(self.text), calls=calls, stop_reason=self.finish_reason, tokens=self.tokens, model=self.model
+        )

@@ -40,8 +40,10 @@ def apply_answer(state: ProjectState, progress: RunbookProgress, answer: str) ->
     if changes:
         progress.base_config = new_config
         progress.changes.append(f"{', '.join(changes)} (from the operator's answer)")
-    state.add_finding(f"operator answered the {asked} question: {answer!r}",
-                      evidence=[f"applied {', '.join(changes)}"] if changes else [])
+    state.add_finding(
+        f"operator answered the {asked} question: {answer!r}",
+        evidence=[f"applied {', '.join(changes)}"] if changes else [],
+    )
     if progress.blocked_on and progress.blocked_on not in progress.acknowledged:
         progress.acknowledged.append(progress.blocked_on)
     progress.blocked_on = None

@@ -33,28 +33,45 @@ def launch_config(progress: RunbookProgress, purpose: Purpose, settings: Runbook
     drafter = drafter_for(progress, purpose)
     if drafter is not None:
         # Topk 1, 3 steps, 4 draft tokens: the setting published EAGLE-3 Kimi drafters are measured at.
-        config["speculative"] = {"algorithm": "EAGLE3", "draft_model_path": drafter, "num_steps": 3,
-                                 "eagle_topk": 1, "num_draft_tokens": 4}
+        config["speculative"] = {
+            "algorithm": "EAGLE3",
+            "draft_model_path": drafter,
+            "num_steps": 3,
+            "eagle_topk": 1,
+            "num_draft_tokens": 4,
+        }
         # SGLang caps running requests at 48 under speculation unless set explicitly (0.5.8 ``srt/server_args.py``).
-        config["max_running_requests"] = max(config.get("max_running_requests") or 0,
-                                             settings.peak_concurrency)
+        config["max_running_requests"] = max(config.get("max_running_requests") or 0, settings.peak_concurrency)
     return config
 
 
 def launch(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
-    return call(state, "launch_engine", {"config": launch_config(progress, progress.purpose, settings),
-                                         "name": progress.attempts[-1].process,
-                                         "poll_seconds": settings.launch_poll_seconds,
-                                         "health_every_seconds": settings.health_every_seconds})
+    return call(
+        state,
+        "launch_engine",
+        {
+            "config": launch_config(progress, progress.purpose, settings),
+            "name": progress.attempts[-1].process,
+            "poll_seconds": settings.launch_poll_seconds,
+            "health_every_seconds": settings.health_every_seconds,
+        },
+    )
 
 
 def bench_arguments(progress: RunbookProgress, settings: RunbookSettings, single_stream: bool) -> dict[str, Any]:
     concurrency = 1 if single_stream else settings.peak_concurrency
     prompts = settings.single_stream_prompts if single_stream else settings.peak_prompts
     kind = "single-stream" if single_stream else "peak"
-    return {"base_url": progress.base_url, "model": progress.served_model, "concurrency": [concurrency],
-            "num_prompts": prompts, "input_len": settings.input_len, "output_len": settings.output_len,
-            "label": f"{progress.purpose} {kind}", "correctness_probe": False}
+    return {
+        "base_url": progress.base_url,
+        "model": progress.served_model,
+        "concurrency": [concurrency],
+        "num_prompts": prompts,
+        "input_len": settings.input_len,
+        "output_len": settings.output_len,
+        "label": f"{progress.purpose} {kind}",
+        "correctness_probe": False,
+    }
 
 
 def _pick(paths: list[str], words: list[str]) -> str | None:
@@ -77,13 +94,24 @@ def training_inputs(state: ProjectState, progress: RunbookProgress) -> dict[str,
     return {"specforge_dir": environment.specforge_dir, "draft_model_config": config, "input_data_path": dataset}
 
 
-def train_drafter(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings,
-                  inputs: dict[str, str]) -> ToolCall:
+def train_drafter(
+    state: ProjectState, progress: RunbookProgress, settings: RunbookSettings, inputs: dict[str, str]
+) -> ToolCall:
     server = (progress.base_url or "").removeprefix("http://").removeprefix("https://").rstrip("/")
-    return call(state, "train_drafter", {
-        "name": f"drafter-{len(progress.attempts)}", "target_model_path": progress.target_path,
-        "target_server": server, "served_model_name": progress.served_model,
-        "num_samples": settings.drafter_samples, "num_epochs": settings.drafter_epochs, "wait": False, **inputs})
+    return call(
+        state,
+        "train_drafter",
+        {
+            "name": f"drafter-{len(progress.attempts)}",
+            "target_model_path": progress.target_path,
+            "target_server": server,
+            "served_model_name": progress.served_model,
+            "num_samples": settings.drafter_samples,
+            "num_epochs": settings.drafter_epochs,
+            "wait": False,
+            **inputs,
+        },
+    )
 
 
 def drafter_status(state: ProjectState, progress: RunbookProgress) -> ToolCall:

@@ -16,8 +16,9 @@ def _measurement(state: ProjectState, progress: RunbookProgress, key: str) -> Me
     for record in state.benchmarks:
         if record.id == progress.benchmarks.get(key) and record.metrics.get("levels"):
             level = LevelReport.model_validate(record.metrics["levels"][0])
-            return Measurement(output_tok_s=level.output_throughput,
-                               accept_length=level.spec.accept_length if level.spec else None)
+            return Measurement(
+                output_tok_s=level.output_throughput, accept_length=level.spec.accept_length if level.spec else None
+            )
     return None
 
 
@@ -26,8 +27,11 @@ def measured(state: ProjectState, progress: RunbookProgress, purpose: Purpose) -
     single = _measurement(state, progress, f"{purpose} single")
     peak = _measurement(state, progress, f"{purpose} peak")
     accept = (single.accept_length if single else None) or (peak.accept_length if peak else None)
-    return {"single_stream_tok_s": single.output_tok_s if single else None,
-            "peak_tok_s": peak.output_tok_s if peak else None, "accept_length": accept}
+    return {
+        "single_stream_tok_s": single.output_tok_s if single else None,
+        "peak_tok_s": peak.output_tok_s if peak else None,
+        "accept_length": accept,
+    }
 
 
 def speedup(state: ProjectState, progress: RunbookProgress, purpose: Purpose) -> float | None:
@@ -49,21 +53,26 @@ def best(state: ProjectState, progress: RunbookProgress, settings: RunbookSettin
     return chosen
 
 
-def compare_finding(state: ProjectState, progress: RunbookProgress, purpose: Purpose,
-                    settings: RunbookSettings) -> None:
+def compare_finding(
+    state: ProjectState, progress: RunbookProgress, purpose: Purpose, settings: RunbookSettings
+) -> None:
     figures = measured(state, progress, purpose)
     base = measured(state, progress, "baseline")
     ratio = speedup(state, progress, purpose)
-    peak_ratio = (figures["peak_tok_s"] / base["peak_tok_s"]
-                  if figures["peak_tok_s"] is not None and base["peak_tok_s"] else None)
+    peak_ratio = (
+        figures["peak_tok_s"] / base["peak_tok_s"] if figures["peak_tok_s"] is not None and base["peak_tok_s"] else None
+    )
     verdict = "wins" if ratio is not None and ratio >= settings.speculative_gain_needed else "loses"
     state.add_finding(
         f"{purpose} drafter {verdict}: single-stream {_fmt(figures['single_stream_tok_s'])} vs baseline "
         f"{_fmt(base['single_stream_tok_s'])} tok/s ({_fmt(ratio, 2)}x), peak {_fmt(figures['peak_tok_s'])} vs "
         f"{_fmt(base['peak_tok_s'])} tok/s ({_fmt(peak_ratio, 2)}x), acceptance length "
         f"{_fmt(figures['accept_length'], 2)}",
-        evidence=[f"benchmarks {progress.benchmarks.get(f'{purpose} single')}, "
-                  f"{progress.benchmarks.get(f'{purpose} peak')}"], pinned=True)
+        evidence=[
+            f"benchmarks {progress.benchmarks.get(f'{purpose} single')}, {progress.benchmarks.get(f'{purpose} peak')}"
+        ],
+        pinned=True,
+    )
 
 
 def advance(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> None:

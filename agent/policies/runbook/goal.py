@@ -10,9 +10,39 @@ from pydantic import BaseModel
 from tools.records import ModelInfo
 
 _SPECULATIVE_WORDS = ("eagle", "speculative", "spec decoding", "spec-decoding", "drafter", "mtp")
-_NOT_MODEL_WORDS = {"serve", "with", "and", "the", "using", "via", "on", "for", "eagle", "eagle3", "eagle-3",
-                    "sglang", "vllm", "speculative", "decoding", "drafter", "fast", "faster", "tune", "bring",
-                    "up", "deploy", "run", "benchmark", "model", "gpus", "gpu", "a", "an", "it", "to"}
+_NOT_MODEL_WORDS = {
+    "serve",
+    "with",
+    "and",
+    "the",
+    "using",
+    "via",
+    "on",
+    "for",
+    "eagle",
+    "eagle3",
+    "eagle-3",
+    "sglang",
+    "vllm",
+    "speculative",
+    "decoding",
+    "drafter",
+    "fast",
+    "faster",
+    "tune",
+    "bring",
+    "up",
+    "deploy",
+    "run",
+    "benchmark",
+    "model",
+    "gpus",
+    "gpu",
+    "a",
+    "an",
+    "it",
+    "to",
+}
 
 
 class GoalSpec(BaseModel):
@@ -28,18 +58,20 @@ def parse_goal(goal: str) -> GoalSpec:
         engine = "vllm"
     elif "sglang" in text:
         engine = "sglang"
-    words = [word for word in re.findall(r"[a-z0-9][a-z0-9._-]*", text)
-             if word not in _NOT_MODEL_WORDS and len(word) >= 3]
-    return GoalSpec(engine=engine, speculative=any(word in text for word in _SPECULATIVE_WORDS),
-                    model_words=words)
+    words = [
+        word for word in re.findall(r"[a-z0-9][a-z0-9._-]*", text) if word not in _NOT_MODEL_WORDS and len(word) >= 3
+    ]
+    return GoalSpec(engine=engine, speculative=any(word in text for word in _SPECULATIVE_WORDS), model_words=words)
 
 
 def pick_target(goal: GoalSpec, models: list[ModelInfo]) -> ModelInfo | None:
     """The target model the goal names, or the only target on the host; None when ambiguous or absent."""
     targets = [model for model in models if model.role != "drafter"]
-    named = [model for model in targets
-             if any(word in (model.name or "").lower() or word in (model.path or "").lower()
-                    for word in goal.model_words)]
+    named = [
+        model
+        for model in targets
+        if any(word in (model.name or "").lower() or word in (model.path or "").lower() for word in goal.model_words)
+    ]
     if len(named) >= 1:
         return named[0]
     return targets[0] if len(targets) == 1 else None

@@ -24,8 +24,9 @@ def _evidence(diagnosis: Diagnosis, log_path: str | None) -> list[str]:
     return evidence
 
 
-def on_launch(state: ProjectState, progress: RunbookProgress, output: LaunchEngineOutput,
-              settings: RunbookSettings) -> Ask | None:
+def on_launch(
+    state: ProjectState, progress: RunbookProgress, output: LaunchEngineOutput, settings: RunbookSettings
+) -> Ask | None:
     """Record the attempt's outcome and choose the next phase. Returns a question when blocked."""
     attempt = progress.attempts[-1]
     outcome = output.readiness.outcome
@@ -47,16 +48,23 @@ def on_launch(state: ProjectState, progress: RunbookProgress, output: LaunchEngi
     if klass in ESCALATE_CLASSES:
         return _ask_about_failure(progress, klass, outcome, evidence, diagnosis)
     if progress.purpose in SPECULATIVE_PURPOSES:
-        state.add_finding(f"{progress.purpose} drafter configuration failed to start ({klass}); "
-                          "it is dropped and the run goes on without it", evidence=evidence)
+        state.add_finding(
+            f"{progress.purpose} drafter configuration failed to start ({klass}); "
+            "it is dropped and the run goes on without it",
+            evidence=evidence,
+        )
         progress.after_stop = "advance"
         progress.phase = "stop" if outcome in ("hung", "timeout") else "advance"
         return None
-    same_purpose = [item for item in progress.attempts[progress.attempts_forgiven:]
-                    if item.purpose == attempt.purpose]
+    same_purpose = [item for item in progress.attempts[progress.attempts_forgiven :] if item.purpose == attempt.purpose]
     if len(same_purpose) >= settings.max_attempts:
-        return _ask(progress, "exhausted", f"{len(same_purpose)} launch attempts failed; the last one: {klass}",
-                    evidence, "the remedies tried so far did not bring the engine up")
+        return _ask(
+            progress,
+            "exhausted",
+            f"{len(same_purpose)} launch attempts failed; the last one: {klass}",
+            evidence,
+            "the remedies tried so far did not bring the engine up",
+        )
     return _apply_next_remedy(state, progress, klass, diagnosis, evidence)
 
 
@@ -69,13 +77,15 @@ def on_launch_refused(state: ProjectState, progress: RunbookProgress, error: str
     progress.attempts[-1].diagnosis = "port_in_use"
     progress.base_config, changes = apply_remedy(progress.base_config, {"pick_free_port": True})
     progress.changes.append(f"{', '.join(changes)} after port_in_use ({error.split(';')[0]})")
-    state.add_finding(f"attempt {len(progress.attempts)}: the port is held by another process; moving to a free one",
-                      evidence=[error])
+    state.add_finding(
+        f"attempt {len(progress.attempts)}: the port is held by another process; moving to a free one", evidence=[error]
+    )
     return True
 
 
-def _apply_next_remedy(state: ProjectState, progress: RunbookProgress, klass: str, diagnosis: Diagnosis,
-                       evidence: list[str]) -> Ask | None:
+def _apply_next_remedy(
+    state: ProjectState, progress: RunbookProgress, klass: str, diagnosis: Diagnosis, evidence: list[str]
+) -> Ask | None:
     tried = progress.tried.setdefault(klass, [])
     human_only: list[str] = []
     for remedy in diagnosis.remedies:
@@ -92,38 +102,55 @@ def _apply_next_remedy(state: ProjectState, progress: RunbookProgress, klass: st
         progress.base_config = new_config
         why = f"{', '.join(changes)} after {klass}"
         progress.changes.append(f"{why} ({diagnosis.key_line or 'see log'})")
-        state.add_finding(f"attempt {len(progress.attempts)} failed with {klass}; next: {remedy.text}",
-                          evidence=evidence)
+        state.add_finding(
+            f"attempt {len(progress.attempts)} failed with {klass}; next: {remedy.text}", evidence=evidence
+        )
         return None
     hypothesis = human_only[0] if human_only else f"the known remedies for {klass} are exhausted"
-    return _ask(progress, "exhausted", f"the engine still fails with {klass} after {', '.join(tried) or 'no'} "
-                "remedies", evidence, hypothesis)
+    return _ask(
+        progress,
+        "exhausted",
+        f"the engine still fails with {klass} after {', '.join(tried) or 'no'} remedies",
+        evidence,
+        hypothesis,
+    )
 
 
-def _ask_about_failure(progress: RunbookProgress, klass: str, outcome: str, evidence: list[str],
-                       diagnosis: Diagnosis) -> Ask:
+def _ask_about_failure(
+    progress: RunbookProgress, klass: str, outcome: str, evidence: list[str], diagnosis: Diagnosis
+) -> Ask:
     if klass == "gpu_hardware_fault":
-        question = ("A GPU reported a hardware fault while the engine started; retrying could make it worse. "
-                    "Please check the GPU (nvidia-smi -q, kernel log) and tell me how to proceed.")
+        question = (
+            "A GPU reported a hardware fault while the engine started; retrying could make it worse. "
+            "Please check the GPU (nvidia-smi -q, kernel log) and tell me how to proceed."
+        )
         hypothesis = "a failing GPU (Xid/ECC error); it may need a reset, a reboot or replacement"
     else:
-        question = (f"The engine {outcome} with an error I have no remedy for. Please look at the evidence and "
-                    "tell me what to change (you can answer with settings such as attention_backend=triton "
-                    "or NCCL_P2P_DISABLE=1), or fix the environment and answer 'retry'.")
+        question = (
+            f"The engine {outcome} with an error I have no remedy for. Please look at the evidence and "
+            "tell me what to change (you can answer with settings such as attention_backend=triton "
+            "or NCCL_P2P_DISABLE=1), or fix the environment and answer 'retry'."
+        )
         hypothesis = diagnosis.summary or "an unknown fatal error in the engine; see the key line"
     return _ask(progress, ESCALATE_CLASSES[klass], question, evidence, hypothesis)
 
 
 def _ask(progress: RunbookProgress, kind: str, question: str, evidence: list[str], hypothesis: str) -> Ask:
     progress.blocked_on = kind
-    return Ask(question=question, evidence=evidence, hypothesis=hypothesis, question_kind=kind,
-               context=f"bringing up {progress.served_model} with {progress.engine}; "
-                       f"{len(progress.attempts)} launch attempts so far",
-               options=["retry", "KEY=VALUE settings to apply, then retry", "stop here"])
+    return Ask(
+        question=question,
+        evidence=evidence,
+        hypothesis=hypothesis,
+        question_kind=kind,
+        context=f"bringing up {progress.served_model} with {progress.engine}; "
+        f"{len(progress.attempts)} launch attempts so far",
+        options=["retry", "KEY=VALUE settings to apply, then retry", "stop here"],
+    )
 
 
 def record_attempt(progress: RunbookProgress, change: str) -> Attempt:
-    attempt = Attempt(number=len(progress.attempts) + 1, purpose=progress.purpose,
-                      process=progress.launch_name(), change=change)
+    attempt = Attempt(
+        number=len(progress.attempts) + 1, purpose=progress.purpose, process=progress.launch_name(), change=change
+    )
     progress.attempts.append(attempt)
     return attempt

@@ -11,52 +11,93 @@ from tools.engines.config import DEFAULT_PORTS
 
 def _ask(progress: RunbookProgress, kind: str, question: str, evidence: list[str], hypothesis: str) -> Ask:
     progress.blocked_on = kind
-    return Ask(question=question, evidence=evidence, hypothesis=hypothesis, question_kind=kind,
-               options=["retry after fixing it", "KEY=VALUE settings to apply", "stop here"])
+    return Ask(
+        question=question,
+        evidence=evidence,
+        hypothesis=hypothesis,
+        question_kind=kind,
+        options=["retry after fixing it", "KEY=VALUE settings to apply", "stop here"],
+    )
 
 
 def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
     """Check that the goal can be met on this host and write the baseline config; None when ready to launch."""
     environment, goal = state.environment, parse_goal(state.goal)
     if not environment.gpus:
-        return _ask(progress, "infeasible", "No NVIDIA GPU is usable on this host, so no engine can be served "
-                    "here. Which host should I use, or can the driver be fixed?",
-                    [environment.gpu_probe_error or "probe found no GPUs"], "no driver or no GPU on this machine")
-    faulty = [f"GPU {gpu.index} {gpu.name}: Xid {', '.join(gpu.xid_errors) or 'none'}, uncorrected ECC "
-              f"{gpu.ecc_errors_uncorrected or 0}" for gpu in environment.gpus
-              if gpu.xid_errors or (gpu.ecc_errors_uncorrected or 0) > 0]
+        return _ask(
+            progress,
+            "infeasible",
+            "No NVIDIA GPU is usable on this host, so no engine can be served "
+            "here. Which host should I use, or can the driver be fixed?",
+            [environment.gpu_probe_error or "probe found no GPUs"],
+            "no driver or no GPU on this machine",
+        )
+    faulty = [
+        f"GPU {gpu.index} {gpu.name}: Xid {', '.join(gpu.xid_errors) or 'none'}, uncorrected ECC "
+        f"{gpu.ecc_errors_uncorrected or 0}"
+        for gpu in environment.gpus
+        if gpu.xid_errors or (gpu.ecc_errors_uncorrected or 0) > 0
+    ]
     if faulty and "hardware" not in progress.acknowledged:
-        return _ask(progress, "hardware", "A GPU reports hardware errors. Retrying on it could corrupt results or "
-                    "hang the box. Should I proceed anyway, or will you service the GPU first?", faulty,
-                    "a failing GPU; it needs a reset, reboot or replacement before serving")
+        return _ask(
+            progress,
+            "hardware",
+            "A GPU reports hardware errors. Retrying on it could corrupt results or "
+            "hang the box. Should I proceed anyway, or will you service the GPU first?",
+            faulty,
+            "a failing GPU; it needs a reset, reboot or replacement before serving",
+        )
     target = pick_target(goal, environment.models)
     found = [f"{model.name} ({model.role}) at {model.path}" for model in environment.models]
     if target is None or not target.path:
-        return _ask(progress, "infeasible", "I could not tell which model to serve. Which directory holds it?",
-                    found or ["no model directories found by the probe"], "the model is not on this host")
+        return _ask(
+            progress,
+            "infeasible",
+            "I could not tell which model to serve. Which directory holds it?",
+            found or ["no model directories found by the probe"],
+            "the model is not on this host",
+        )
     total_gib = sum(gpu.memory_total_mib for gpu in environment.gpus) / 1024
     if target.size_gib and target.size_gib > 0.95 * total_gib:
-        return _ask(progress, "infeasible", f"{target.name} needs about {target.size_gib:.0f} GiB for weights "
-                    f"alone but the GPUs hold {total_gib:.0f} GiB in total. Use a smaller quantisation or "
-                    "more GPUs?", [f"model size {target.size_gib} GiB", f"{len(environment.gpus)} GPUs"],
-                    "the model does not fit on this host")
+        return _ask(
+            progress,
+            "infeasible",
+            f"{target.name} needs about {target.size_gib:.0f} GiB for weights "
+            f"alone but the GPUs hold {total_gib:.0f} GiB in total. Use a smaller quantisation or "
+            "more GPUs?",
+            [f"model size {target.size_gib} GiB", f"{len(environment.gpus)} GPUs"],
+            "the model does not fit on this host",
+        )
     installed = {name for name, version in environment.packages.items() if version}
     engine = goal.engine or ("sglang" if "sglang" in installed else "vllm" if "vllm" in installed else None)
     if engine is None or engine not in installed:
-        return _ask(progress, "infeasible", f"No {engine or 'inference engine'} is installed in the engine "
-                    "environment. Which environment should I use (--engine-python)?",
-                    [f"packages: {environment.packages}"], "the engine environment is not set up")
+        return _ask(
+            progress,
+            "infeasible",
+            f"No {engine or 'inference engine'} is installed in the engine "
+            "environment. Which environment should I use (--engine-python)?",
+            [f"packages: {environment.packages}"],
+            "the engine environment is not set up",
+        )
     progress.engine, progress.speculative_wanted = engine, goal.speculative
     progress.target_path, progress.served_model = target.path, target.name
-    progress.base_config = {"engine": engine, "model_path": target.path, "served_model_name": target.name,
-                            "tp_size": len(environment.gpus), "port": DEFAULT_PORTS[engine],
-                            "trust_remote_code": True, "enable_metrics": True}
+    progress.base_config = {
+        "engine": engine,
+        "model_path": target.path,
+        "served_model_name": target.name,
+        "tp_size": len(environment.gpus),
+        "port": DEFAULT_PORTS[engine],
+        "trust_remote_code": True,
+        "enable_metrics": True,
+    }
     drafter = pick_drafter(target, environment.models) if goal.speculative else None
     progress.offshelf_drafter = drafter.path if drafter else None
     state.model = target.model_copy()
     _write_tasks(state, progress)
-    state.add_finding(f"plan: serve {target.name} with {engine} on {len(environment.gpus)} GPUs (TP "
-                      f"{len(environment.gpus)})" + (f"; try drafter {drafter.name}" if drafter else ""))
+    state.add_finding(
+        f"plan: serve {target.name} with {engine} on {len(environment.gpus)} GPUs (TP "
+        f"{len(environment.gpus)})" + (f"; try drafter {drafter.name}" if drafter else "")
+    )
     progress.phase, progress.purpose = "launch", "baseline"
     return None
 
@@ -69,5 +110,8 @@ def _write_tasks(state: ProjectState, progress: RunbookProgress) -> None:
     if progress.speculative_wanted:
         state.upsert_task("speculative", "EAGLE-3: measure the available drafter, train one if it loses")
     state.upsert_task("report", "Report baseline vs final configuration")
-    state.next_steps = ["launch the engine and watch its log", "apply remedies for diagnosed failures",
-                        "benchmark the working configuration"]
+    state.next_steps = [
+        "launch the engine and watch its log",
+        "apply remedies for diagnosed failures",
+        "benchmark the working configuration",
+    ]

@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field
 
 from agent.state import ProjectState
 
-Phase = Literal["probe", "plan", "launch", "verify", "bench", "advance", "stop", "train", "train_wait",
-                "train_sleep", "finish"]
+Phase = Literal[
+    "probe", "plan", "launch", "verify", "bench", "advance", "stop", "train", "train_wait", "train_sleep", "finish"
+]
 # What the engine being brought up is for.
 Purpose = Literal["baseline", "offshelf", "trained", "training_target", "final"]
 

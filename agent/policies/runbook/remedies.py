@@ -11,8 +11,12 @@ import socket
 from typing import Any
 
 # Starting points for fields a remedy adjusts when the launch left them to the engine's default.
-_IMPLICIT_DEFAULTS: dict[str, float] = {"mem_fraction": 0.85, "cuda_graph_max_bs": 128,
-                                        "max_running_requests": 128, "context_length": 131072}
+_IMPLICIT_DEFAULTS: dict[str, float] = {
+    "mem_fraction": 0.85,
+    "cuda_graph_max_bs": 128,
+    "max_running_requests": 128,
+    "context_length": 131072,
+}
 
 
 def free_port() -> int:
@@ -37,8 +41,9 @@ def applicable(action: dict[str, Any]) -> bool:
     """Whether the runbook can apply this action itself (not a job for a human, not advice only)."""
     if action.get("needs_human"):
         return False
-    return any(action.get(key) for key in ("set_flag", "adjust_flag", "scale_flag", "unset_flag", "set_env",
-                                           "pick_free_port"))
+    return any(
+        action.get(key) for key in ("set_flag", "adjust_flag", "scale_flag", "unset_flag", "set_env", "pick_free_port")
+    )
 
 
 def apply_remedy(config: dict[str, Any], action: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

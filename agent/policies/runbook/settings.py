@@ -32,9 +32,19 @@ class RunbookSettings(BaseModel):
     """How often launch_engine looks at a starting engine (log, counters)."""
     health_every_seconds: float = Field(10.0, gt=0)
     """How often launch_engine asks a starting engine's /health."""
+
     @classmethod
     def quick(cls) -> RunbookSettings:
         """Short benchmarks for the simulated host and demos (the twin's engines stream in real time)."""
-        return cls(input_len=256, output_len=64, single_stream_prompts=2, peak_concurrency=64, peak_prompts=64,
-                   drafter_samples=48, drafter_epochs=8, drafter_poll_seconds=0.5, launch_poll_seconds=0.2,
-                   health_every_seconds=0.5)
+        return cls(
+            input_len=256,
+            output_len=64,
+            single_stream_prompts=2,
+            peak_concurrency=64,
+            peak_prompts=64,
+            drafter_samples=48,
+            drafter_epochs=8,
+            drafter_poll_seconds=0.5,
+            launch_poll_seconds=0.2,
+            health_every_seconds=0.5,
+        )

@@ -55,13 +55,16 @@ def busy(seconds: float) -> None:
 
 def load_sglang() -> None:
     say("[2026-03-02 10:11:09 TP0] Init torch distributed begin.")
-    say("[2026-03-02 10:11:12 TP0] Custom allreduce is disabled because it's not supported on more than two "
-        "PCIe-only GPUs. To silence this warning, specify disable_custom_all_reduce=True explicitly.")
+    say(
+        "[2026-03-02 10:11:12 TP0] Custom allreduce is disabled because it's not supported on more than two "
+        "PCIe-only GPUs. To silence this warning, specify disable_custom_all_reduce=True explicitly."
+    )
     say("[2026-03-02 10:11:15 TP0] Load weight begin. avail mem=93.85 GB")
     for done in (16, 32, 64):
         percent = done * 100 // 64
-        sys.stdout.write(f"\rLoading safetensors checkpoint shards: {percent:3d}% Completed | {done}/64 "
-                         "[00:01<00:01,  5.95it/s]")
+        sys.stdout.write(
+            f"\rLoading safetensors checkpoint shards: {percent:3d}% Completed | {done}/64 [00:01<00:01,  5.95it/s]"
+        )
         sys.stdout.flush()
         time.sleep(0.05)
     say("")
@@ -86,8 +89,10 @@ def main() -> None:
     if MODE == "oom":
         load_sglang()
         say("[2026-03-02 10:18:33 TP0] Scheduler hit an exception: Traceback (most recent call last):")
-        say("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
-            "capacity of 95.00 GiB of which 1.10 GiB is free.")
+        say(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
+            "capacity of 95.00 GiB of which 1.10 GiB is free."
+        )
         say("[2026-03-02 10:18:33] Received sigquit from a child process. It usually means the child failed.")
         sys.exit(1)
     if MODE == "endless-loading":

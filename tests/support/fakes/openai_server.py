@@ -44,8 +44,10 @@ class Server:
                     return
                 lines = head.decode("latin-1").split("\r\n")
                 method, path = lines[0].split(" ")[:2]
-                headers = {name.lower(): value.strip() for name, _, value in
-                           (line.partition(":") for line in lines[1:] if line)}
+                headers = {
+                    name.lower(): value.strip()
+                    for name, _, value in (line.partition(":") for line in lines[1:] if line)
+                }
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 keep = await self.route(method, path, body, writer)
                 served += 1
@@ -72,27 +74,35 @@ class Server:
 
     async def plain(self, writer: asyncio.StreamWriter, status: int, text: str, content_type: str) -> bool:
         data = text.encode()
-        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(data)}\r\n"
-                     f"\r\n".encode() + data)
+        writer.write(
+            f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+            + data
+        )
         await writer.drain()
         return True
 
     def metrics_text(self) -> str:
         accept, drafts = self.options.accept_length, self.tokens / self.options.accept_length
         if self.options.flavor == "vllm":
-            return ("# TYPE vllm:spec_decode_num_drafts_total counter\n"
-                    f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts}\n'
-                    f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {drafts * 3}\n'
-                    f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} '
-                    f"{self.tokens - drafts}\n")
-        gauges = (f'sglang:spec_accept_length{{tp_rank="0"}} {accept}\n'
-                  f'sglang:spec_accept_rate{{tp_rank="0"}} {(accept - 1) / 3}\n')
+            return (
+                "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+                f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts}\n'
+                f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {drafts * 3}\n'
+                f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} '
+                f"{self.tokens - drafts}\n"
+            )
+        gauges = (
+            f'sglang:spec_accept_length{{tp_rank="0"}} {accept}\n'
+            f'sglang:spec_accept_rate{{tp_rank="0"}} {(accept - 1) / 3}\n'
+        )
         if self.options.flavor == "sglang_gauges":
             return gauges
-        return (gauges + f'sglang:generation_tokens_total{{model_name="m"}} {self.tokens}\n'
-                f'sglang:spec_verify_calls_total{{tp_rank="0"}} {drafts}\n'
-                f'sglang:spec_verify_calls_total{{tp_rank="1"}} {drafts}\n'
-                f'sglang:spec_num_draft_tokens{{tp_rank="0"}} 4\n')
+        return (
+            gauges + f'sglang:generation_tokens_total{{model_name="m"}} {self.tokens}\n'
+            f'sglang:spec_verify_calls_total{{tp_rank="0"}} {drafts}\n'
+            f'sglang:spec_verify_calls_total{{tp_rank="1"}} {drafts}\n'
+            f'sglang:spec_num_draft_tokens{{tp_rank="0"}} 4\n'
+        )
 
     async def complete(self, request: dict[str, object], chat: bool, writer: asyncio.StreamWriter) -> bool:
         options = self.options
@@ -112,8 +122,7 @@ class Server:
             choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"text": text}
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(texts) * options.tokens_per_event}
             return await self.plain(writer, 200, json.dumps({"choices": [choice], "usage": usage}), "application/json")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                     b"Transfer-Encoding: chunked\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
         if chat:
             role = {"index": 0, "delta": {"role": "assistant", "content": ""}}
             await self.event(writer, {"choices": [role]})
@@ -169,8 +178,7 @@ async def main() -> None:
     parser.add_argument("--stream-error-every", type=int, default=0)
     parser.add_argument("--drop-every", type=int, default=0)
     parser.add_argument("--close-after", type=int, default=0)
-    parser.add_argument("--flavor", default="none", choices=["none", "vllm", "sglang", "sglang_gauges",
-                                                             "sglang_info"])
+    parser.add_argument("--flavor", default="none", choices=["none", "vllm", "sglang", "sglang_gauges", "sglang_info"])
     parser.add_argument("--accept-length", type=float, default=2.5)
     parser.add_argument("--mode", default="model", choices=["model", "garbled", "empty", "wrong"])
     options = parser.parse_args()

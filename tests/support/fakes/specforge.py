@@ -18,12 +18,15 @@ from pathlib import Path
 
 def scalar(config: str, key: str, default: str | None = None) -> str | None:
     match = re.search(rf"^\s*{key}: (.*)$", config, re.MULTILINE)
-    return json.loads(match.group(1)) if match and match.group(1).startswith('"') else (
-        match.group(1) if match else default)
+    return (
+        json.loads(match.group(1))
+        if match and match.group(1).startswith('"')
+        else (match.group(1) if match else default)
+    )
 
 
 def fail(message: str) -> int:
-    print("Traceback (most recent call last):\n  File \"specforge/cli.py\", line 88, in main", file=sys.stderr)
+    print('Traceback (most recent call last):\n  File "specforge/cli.py", line 88, in main', file=sys.stderr)
     print(message, file=sys.stderr, flush=True)
     return 1
 
@@ -45,9 +48,15 @@ def train(config_path: Path) -> int:
             accuracies = [round(0.3 + 0.4 * quality - 0.1 * position, 4) for position in range(3)]
             metrics = {f"acc_{position}": value for position, value in enumerate(accuracies)}
             metrics.update({f"ploss_{position}": round(2.0 - value, 4) for position, value in enumerate(accuracies)})
-            metrics.update({"acc": round(sum(accuracies) / 3, 4), "loss": round(3.0 - 2.0 * quality, 4),
-                            "acceptance_rate": round(accuracies[0] * 0.9, 4), "lr": 5e-05,
-                            "perf/durable_ack_time_s": float("nan")})
+            metrics.update(
+                {
+                    "acc": round(sum(accuracies) / 3, 4),
+                    "loss": round(3.0 - 2.0 * quality, 4),
+                    "acceptance_rate": round(accuracies[0] * 0.9, 4),
+                    "lr": 5e-05,
+                    "perf/durable_ack_time_s": float("nan"),
+                }
+            )
             print(f"step {step}: {metrics}", flush=True)
         if step % (2 * interval) == 0:
             per_position = [round(0.5 + 0.3 * quality - 0.1 * position, 4) for position in range(3)]
@@ -55,9 +64,11 @@ def train(config_path: Path) -> int:
             for value in per_position:
                 product *= value
                 simulated += product
-            print(f"step {step}: {{'eval/avg_loss': {round(2.5 - quality, 4)}, 'eval/avg_acc': {per_position[0]}, "
-                  f"'eval/per_position_acc': {per_position}, 'eval/simulated_acc_len': {round(simulated, 4)}}}",
-                  flush=True)
+            print(
+                f"step {step}: {{'eval/avg_loss': {round(2.5 - quality, 4)}, 'eval/avg_acc': {per_position[0]}, "
+                f"'eval/per_position_acc': {per_position}, 'eval/simulated_acc_len': {round(simulated, 4)}}}",
+                flush=True,
+            )
     checkpoint = output_dir / f"{run_id}-step{steps}"
     checkpoint.mkdir(parents=True, exist_ok=True)
     (checkpoint / "training_state.pt").write_text(json.dumps({"step": steps}), encoding="utf-8")

@@ -28,9 +28,7 @@ PROJECT_ROOT = Path(twin.__file__).resolve().parent.parent
 class SimHost(LocalHost):
     name = "sim"
 
-    def __init__(
-        self, scenario: Scenario, scenario_file: Path, state_dir: Path, exit_dir: Path | None = None
-    ) -> None:
+    def __init__(self, scenario: Scenario, scenario_file: Path, state_dir: Path, exit_dir: Path | None = None) -> None:
         super().__init__(exit_dir)
         self.scenario = scenario
         self.scenario_file = scenario_file
@@ -93,9 +91,7 @@ class SimHost(LocalHost):
         )
         return result.model_copy(update={"argv": list(argv)})
 
-    def spawn(
-        self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None
-    ) -> SpawnedProcess:
+    def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:
         translated = self.translate(argv)
         env = self._environment(env, is_stand_in(translated))
         return super().spawn(translated, env=env, log_path=log_path, cwd=cwd)
@@ -112,10 +108,18 @@ class SimHost(LocalHost):
     def probe_gpus(self) -> GpuProbe:
         scenario = self.scenario
         if scenario.host.gpu_count == 0:
-            return GpuProbe(error="NVML: no NVIDIA GPU found (the simulated host has no GPUs)",
-                            driver_version=scenario.host.driver_version, cuda_version=scenario.host.cuda_version)
+            return GpuProbe(
+                error="NVML: no NVIDIA GPU found (the simulated host has no GPUs)",
+                driver_version=scenario.host.driver_version,
+                cuda_version=scenario.host.cuda_version,
+            )
         gpus = [GpuInfo(**vars(row)) for row in hardware.gpu_rows(scenario, self.gpu_memory_used_mib() or [])]
         link, p2p = scenario.host.link(), scenario.host.p2p_supported
         topology = [GpuLink(gpu_a=a, gpu_b=b, link=link, p2p_supported=p2p) for a, b in hardware.pairs(scenario)]
-        return GpuProbe(gpus=gpus, topology=topology, interconnect=hardware.interconnect(scenario),
-                        driver_version=scenario.host.driver_version, cuda_version=scenario.host.cuda_version)
+        return GpuProbe(
+            gpus=gpus,
+            topology=topology,
+            interconnect=hardware.interconnect(scenario),
+            driver_version=scenario.host.driver_version,
+            cuda_version=scenario.host.cuda_version,
+        )
