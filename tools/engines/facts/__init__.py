@@ -1,0 +1,1 @@
+"""Engine facts read from the engines' published releases (maintenance side: ``scripts/engine-facts``)."""
