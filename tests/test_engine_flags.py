@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from tools.engines.build import build_command
-from tools.engines.command import FlagError
+from tools.engines.command import FlagError, FlagsUnknown
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.versions import parse_release
 from tools.logs.library import load_library
@@ -31,6 +31,7 @@ def test_release_parsing() -> None:
     assert parse_release("0.11.0rc2") == (0, 11, 0)
     assert parse_release("0.5.10") > parse_release("0.5.9")  # type: ignore[operator]
     assert parse_release("0.0.0.dev11416") is None and parse_release(None) is None
+    assert parse_release("0.5.21.dev3+g1a2b3c4") is None and parse_release("0.32.0+cpu") == (0, 32, 0)
 
 
 def test_sglang_0_5_8_uses_the_old_graph_and_dp_attention_flags() -> None:
@@ -61,16 +62,18 @@ def test_sglang_0_5_23_uses_the_renamed_flags() -> None:
     assert "--enable-dp-attention" not in argv and "--dp-size" not in argv
 
 
-def test_sglang_releases_in_the_rename_gap_get_a_note() -> None:
+def test_sglang_0_5_20_to_0_5_22_get_the_new_cap_flag_with_its_reason() -> None:
     command = build_command(config(cuda_graph_max_bs=32), PYTHON, "0.5.20")
-    assert "--cuda-graph-max-bs" in command.argv
-    assert any("renamed" in note for note in command.notes)
+    assert value_after(command.argv, "--cuda-graph-max-bs-decode") == "32"
+    assert "--cuda-graph-max-bs" not in command.argv
+    reason = next(choice.reason for choice in command.choices if choice.feature == "CUDA-graph batch cap")
+    assert "sglang/srt/arg_groups/fields/exec_.py" in reason
 
 
-def test_unknown_version_uses_the_newest_flags_and_says_so() -> None:
-    command = build_command(config(cuda_graph_max_bs=32), PYTHON, None)
-    assert "--cuda-graph-max-bs-decode" in command.argv
-    assert "newest release" in command.notes[0]
+def test_unknown_and_development_versions_are_not_taken_for_the_newest() -> None:
+    for version in (None, "0.0.0.dev0", "0.5.21.dev12+g1a2b3c4", "0.6.0"):
+        with pytest.raises(FlagsUnknown, match="--help"):
+            build_command(config(cuda_graph_max_bs=32), PYTHON, version)
 
 
 def test_eagle3_flags_and_sglang_adjustments() -> None:
@@ -103,8 +106,10 @@ def test_eagle_needs_a_drafter() -> None:
 def test_attention_backend_checked_against_the_release() -> None:
     with pytest.raises(FlagError, match="dsa"):
         build_command(config(attention_backend="dsa"), PYTHON, "0.5.8")
-    with pytest.raises(FlagError, match="removed"):
+    with pytest.raises(FlagError, match="cutlass_mla"):
         build_command(config(attention_backend="cutlass_mla"), PYTHON, "0.5.23")
+    assert value_after(build_command(config(attention_backend="cutlass_mla"), PYTHON, "0.5.19").argv,
+                       "--attention-backend") == "cutlass_mla"
     triton = build_command(config(attention_backend="triton"), PYTHON, "0.5.8")
     assert value_after(triton.argv, "--attention-backend") == "triton"
 
@@ -145,9 +150,8 @@ def test_vllm_0_33_serve_command() -> None:
     assert value_after(argv, "--port") == "8000"
     assert value_after(argv, "--gpu-memory-utilization") == "0.9"
     assert value_after(argv, "--max-model-len") == "65536"
-    assert value_after(argv, "--attention-backend") == "TRITON_ATTN"
-    sizes = json.loads(value_after(argv, "--compilation-config"))
-    assert sizes == {"cudagraph_capture_sizes": [1, 2, 4, 8, 16]}
+    assert value_after(argv, "--attention-backend") == "TRITON_MLA"  # Kimi is an MLA model
+    assert value_after(argv, "--max-cudagraph-capture-size") == "16"
     assert json.loads(value_after(argv, "--speculative-config")) == {
         "method": "eagle3",
         "num_speculative_tokens": 3,
@@ -156,18 +160,13 @@ def test_vllm_0_33_serve_command() -> None:
 
 
 def test_vllm_older_releases() -> None:
-    vllm = EngineLaunchConfig(
-        engine="vllm",
-        model_path="/m",
-        attention_backend="flashinfer",
-        disable_cuda_graph=True,
-        speculative={"draft_model_path": "/d", "num_steps": 2},
-    )
-    mid = build_command(vllm, PYTHON, "0.10.1")
+    vllm = EngineLaunchConfig(engine="vllm", model_path="/m", attention_backend="flashinfer", cuda_graph_max_bs=16,
+                              speculative={"draft_model_path": "/d", "num_steps": 2, "algorithm": "EAGLE"})
+    mid = build_command(vllm, PYTHON, "0.8.5")
     assert mid.env["VLLM_ATTENTION_BACKEND"] == "FLASHINFER" and "--attention-backend" not in mid.argv
-    assert "--enforce-eager" in mid.argv
+    assert json.loads(value_after(mid.argv, "--compilation-config")) == {"cudagraph_capture_sizes": [1, 2, 4, 8, 16]}
     old = build_command(vllm, PYTHON, "0.7.3")
-    assert old.argv[:4] == [PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model"]
+    assert old.argv[:3] == ["/envs/engine/bin/vllm", "serve", "/m"]  # the console script exists in 0.7.3
     assert value_after(old.argv, "--speculative-model") == "/d"
     assert value_after(old.argv, "--num-speculative-tokens") == "2"
 

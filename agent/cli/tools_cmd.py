@@ -8,6 +8,7 @@ Exit codes: 0 the tool succeeded, 1 the tool reported an error, 2 usage error, 3
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Annotated, Any
 
 import typer
@@ -65,8 +66,10 @@ def run_tool(
     state_dir: StateDirOption = None,
     sim: SimOption = None,
     config: ConfigOption = None,
+    json_output: JsonOption = False,
 ) -> None:
-    """Run one tool directly and print its result as JSON."""
+    """Run one tool directly and print its result as JSON (a launch_engine dry run is shown as the command
+    and the reasons for its version-dependent choices unless --json is given)."""
     with usage_errors():
         registry = default_registry()
         if registry.get(name) is None:
@@ -90,5 +93,19 @@ def run_tool(
                     }
                 )
                 finish(EXIT_BLOCKED)
-    print_json(result.model_dump(mode="json"))
+    output = result.output or {}
+    if output.get("dry_run") and not json_output:
+        print(describe_dry_run(output))
+    else:
+        print_json(result.model_dump(mode="json"))
     finish(EXIT_DONE if result.ok else EXIT_FAILED)
+
+
+def describe_dry_run(output: dict[str, Any]) -> str:
+    """A launch_engine dry run for people: environment and command as a shell line, then the reasons."""
+    environment = " ".join(f"{name}={shlex.quote(value)}" for name, value in sorted(output["env"].items()))
+    lines = [f"# {output.get('flags_from') or 'flags'}; entry point: {output.get('entry_point')}",
+             " ".join(filter(None, [environment, shlex.join(output["argv"])]))]
+    lines += [f"# {choice['feature']}: {choice['decision']} ({choice['reason']})" for choice in output["choices"]]
+    lines += [f"# note: {note}" for note in output.get("notes", [])]
+    return "\n".join(lines)

@@ -1,25 +1,48 @@
-"""Choose the flag builder for the configured engine and finish its command (extra flags, explicit env)."""
+"""Choose the flag builder for the configured engine, give it the flags the installed release accepts, and
+finish its command (extra flags, explicit environment).
+
+Flags come from the release data for exactly that release (:func:`known_flags`), or from the engine's ``--help``
+(:mod:`tools.engines.help_probe`); a version the data cannot place is never taken for the newest release.
+"""
 
 from __future__ import annotations
 
 from tools.engines import sglang_flags, vllm_flags
-from tools.engines.command import EngineCommand
+from tools.engines.accepted_flags import FlagSet, from_release_data
+from tools.engines.command import EngineCommand, FlagsUnknown
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.versions import parse_release
+from tools.engines.versions import describe_version, parse_release
 
 
-def build_command(config: EngineLaunchConfig, engine_python: str, engine_version: str | None) -> EngineCommand:
-    """Flags for the installed release of the configured engine (see the per-engine modules)."""
+def known_flags(engine: str, engine_version: str | None) -> FlagSet:
+    """The release data's flags for exactly this release; raises :class:`FlagsUnknown` otherwise."""
     release = parse_release(engine_version)
-    builder = sglang_flags.build if config.engine == "sglang" else vllm_flags.build
-    command = builder(config, engine_python, release)
-    if release is None:
-        command.notes.insert(
-            0,
-            f"{config.engine} version {engine_version or 'unknown'}: using the flags "
-            "of the newest release known to this tool",
+    flags = from_release_data(engine, release) if release is not None else None
+    if flags is None:
+        raise FlagsUnknown(
+            f"{engine} {describe_version(engine, engine_version)}: its flags are not in the "
+            "release data; they must be read from the installed engine's --help"
         )
+    return flags
+
+
+def build_command(
+    config: EngineLaunchConfig,
+    engine_python: str,
+    engine_version: str | None,
+    flags: FlagSet | None = None,
+    compute_capability: str | None = None,
+) -> EngineCommand:
+    """Flags for the installed release (``flags``, default: the release data for ``engine_version``)."""
+    accepted = flags or known_flags(config.engine, engine_version)
+    if config.engine == "sglang":
+        command = sglang_flags.build(config, engine_python, accepted)
+    else:
+        command = vllm_flags.build(config, engine_python, accepted, compute_capability)
     command.argv += config.extra_flags
     command.env.update(config.env)  # explicit environment wins over what the builder chose
     command.engine_version = engine_version
+    command.flags_from = (
+        f"release data {accepted.version}" if accepted.origin == "release_data" else f"--help of {accepted.version}"
+    )
     return command

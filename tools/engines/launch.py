@@ -8,10 +8,11 @@ from typing import Any
 from pydantic import Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from tools.engines.build import build_command
-from tools.engines.command import EngineCommand, FlagError
+from tools.engines.build import build_command, known_flags
+from tools.engines.command import EngineCommand, FlagError, FlagsUnknown, VersionChoice
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import base_url
+from tools.engines.help_probe import read_help_flags
 from tools.engines.readiness import ReadinessReport, WaitSettings, wait_for_ready
 from tools.probe import engine_versions
 from tools.processes import live_processes, start_process
@@ -41,18 +42,26 @@ class LaunchEngineArgs(ToolArgs):
     )
     poll_seconds: float = Field(2.0, ge=0.05, le=60)
     health_every_seconds: float = Field(10.0, ge=0.1, le=300)
+    dry_run: bool = Field(False, description="Only build the command (argv, environment, entry point, and the "
+                          "reason for each version-dependent choice); start nothing.")
+    compute_capability: str | None = Field(None, pattern=r"^\d+\.\d+$", description="GPU compute capability "
+                                           "(e.g. 12.0); default: from the last probe_system.")
 
 
 class LaunchEngineOutput(ToolOutput):
     name: str
-    pid: int
-    log_path: str
+    dry_run: bool = False
+    pid: int | None = None
+    log_path: str | None = None
     base_url: str
     argv: list[str]
     env: dict[str, str]
+    entry_point: str = ""
     engine_version: str | None
+    flags_from: str = ""
+    choices: list[VersionChoice] = Field(default_factory=list)
     notes: list[str]
-    readiness: ReadinessReport
+    readiness: ReadinessReport | None = None
 
 
 def _engine_version(args: LaunchEngineArgs, context: ToolContext) -> str | None:
@@ -101,9 +110,11 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
     description = (
         "Launch SGLang or vLLM with a typed config (model, tp/ep/dp, port, memory fraction, attention "
         "backend, CUDA-graph options, EAGLE-3 speculative options, multi-node, extra flags, env such as "
-        "NCCL_*). Flags are built for the installed engine release. Waits until /health answers, reporting "
-        "loading progress; returns early with a log diagnosis if the engine dies or hangs."
-    )
+        "NCCL_*). Flags are built for the installed engine release (from the release data, or read from the "
+        "engine's --help for unknown or development builds); a feature the release lacks is refused with the "
+        "reason. Waits until /health answers, reporting loading progress; returns early with a log diagnosis "
+        "if the engine dies or hangs. dry_run: only return the argv, environment and entry point, with the "
+        "reason for each version-dependent choice.")
     args_model = LaunchEngineArgs
     output_model = LaunchEngineOutput
 
@@ -113,25 +124,20 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
 
     def run(self, args: LaunchEngineArgs, context: ToolContext) -> LaunchEngineOutput:
         config = args.config
-        _check_port_free(args, context)
+        if not args.dry_run:
+            _check_port_free(args, context)
         version = _engine_version(args, context)
-        try:
-            command: EngineCommand = build_command(config, context.settings.engine_python, version)
-        except FlagError as error:
-            raise ToolError(str(error)) from None
-        recorded: dict[str, Any] = {**config.model_dump(mode="json"), "engine_version": version, "notes": command.notes}
-        record = start_process(
-            context,
-            name=args.name,
-            argv=command.argv,
-            env=command.env,
-            kind="engine",
-            port=config.effective_port,
-            config=recorded,
-        )
-        context.progress(
-            f"{args.name}: started {config.engine} {version or ''} (pid {record.pid}); log {record.log_path}"
-        )
+        command = plan_command(args, context, version)
+        if args.dry_run:
+            return LaunchEngineOutput(name=args.name, dry_run=True, base_url=base_url(config), argv=command.argv,
+                                      env=command.env, entry_point=command.entry_point, engine_version=version,
+                                      flags_from=command.flags_from, choices=command.choices, notes=command.notes)
+        recorded: dict[str, Any] = {**config.model_dump(mode="json"), "engine_version": version,
+                                    "notes": command.notes}
+        record = start_process(context, name=args.name, argv=command.argv, env=command.env, kind="engine",
+                               port=config.effective_port, config=recorded)
+        context.progress(f"{args.name}: started {config.engine} {version or ''} (pid {record.pid}); "
+                         f"log {record.log_path}")
         if not args.wait:
             readiness = ReadinessReport(outcome="not_waited")
         elif config.node_rank > 0:
@@ -145,17 +151,35 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
             )
             readiness = wait_for_ready(record, config, context, settings)
         _record_finding(args.name, config, readiness, context)
-        return LaunchEngineOutput(
-            name=args.name,
-            pid=record.pid,
-            log_path=record.log_path,
-            base_url=base_url(config),
-            argv=record.argv,
-            env=record.env,
-            engine_version=version,
-            notes=command.notes,
-            readiness=readiness,
-        )
+        return LaunchEngineOutput(name=args.name, pid=record.pid, log_path=record.log_path,
+                                  base_url=base_url(config), argv=record.argv, env=record.env,
+                                  entry_point=command.entry_point, engine_version=version,
+                                  flags_from=command.flags_from, choices=command.choices, notes=command.notes,
+                                  readiness=readiness)
+
+
+def _compute_capability(args: LaunchEngineArgs, context: ToolContext) -> str | None:
+    if args.compute_capability:
+        return args.compute_capability
+    gpus = context.state.environment.gpus
+    return next((gpu.compute_capability for gpu in gpus if gpu.compute_capability), None)
+
+
+def plan_command(args: LaunchEngineArgs, context: ToolContext, version: str | None) -> EngineCommand:
+    """The command for the installed release: flags from the release data, else from the engine's --help."""
+    engine, python = args.config.engine, context.settings.engine_python
+    try:
+        try:
+            flags = known_flags(engine, version)
+        except FlagsUnknown as unknown:
+            context.progress(f"{unknown}; reading them from the installed engine")
+            try:
+                flags = read_help_flags(context.host, engine, python, version, context.state_dir / "cache")
+            except FlagsUnknown as unreadable:
+                raise FlagError(f"{unknown}, and {unreadable}") from None
+        return build_command(args.config, python, version, flags, _compute_capability(args, context))
+    except FlagError as error:
+        raise ToolError(str(error)) from None
 
 
 def _record_finding(name: str, config: EngineLaunchConfig, readiness: ReadinessReport, context: ToolContext) -> None:

@@ -1,86 +1,50 @@
-"""SGLang flags by release (`python -m sglang.launch_server`, which every release listed accepts).
+"""SGLang flags for the installed release (``python -m sglang.launch_server``, present in every release read).
 
-Version boundaries (from the SGLang 0.5.8 and 0.5.23 wheels, server_args.py and srt/arg_groups/):
-- ``--cuda-graph-max-bs`` exists through 0.5.18; 0.5.23 replaced it by ``--cuda-graph-max-bs-decode`` /
-  ``-prefill`` and the old spelling became an ambiguous prefix (argparse error). The first release
-  without it lies between 0.5.19 and 0.5.23; releases in that gap get the old flag and a note.
-- ``--disable-cuda-graph`` is deprecated in 0.5.23 in favour of ``--disable-decode-cuda-graph`` and
-  ``--disable-prefill-cuda-graph``.
-- ``--dp-size N --enable-dp-attention`` is deprecated in 0.5.23 in favour of ``--attn-dp-size N``.
-- ``SGLANG_ENABLE_SPEC_V2`` exists in 0.5.8 and is no longer defined in 0.5.23's environ.py.
-- Attention backends: 0.5.8 has no ``dsa``/``qsa``/``dsv4``/``cutedsl_mla``/``hpc_ops``; 0.5.23 dropped
-  ``cutlass_mla`` and ``dual_chunk_flash_attn``.
-- EAGLE with topk 1 forces draft tokens = steps + 1, and speculation caps max running requests at 48
-  unless --max-running-requests is given (0.5.8 and 0.5.23).
+Each version-dependent spelling is chosen by what the release accepts (docs/engines.md lists the
+boundaries found in the releases): the CUDA-graph cap (``--cuda-graph-max-bs-decode`` from 0.5.14, the old
+``--cuda-graph-max-bs`` through 0.5.19), turning graphs off (``--disable-decode-cuda-graph`` /
+``--disable-prefill-cuda-graph`` from 0.5.14), DP attention (``--attn-dp-size`` from 0.5.22), attention
+backend choices, and ``SGLANG_ENABLE_SPEC_V2`` (read through 0.5.13). EAGLE with topk 1 forces draft tokens
+= steps + 1, and speculation caps max running requests at 48 unless --max-running-requests is given.
 """
 
 from __future__ import annotations
 
-from tools.engines.command import EngineCommand, FlagError
+from tools.engines.accepted_flags import FlagSet
+from tools.engines.command import EngineCommand
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.versions import Release, at_least
+from tools.engines.flag_choice import Chooser
 
-NEW_CLI = (0, 5, 23)
-UNCERTAIN_FROM = (0, 5, 19)
-BACKENDS_0_5_8 = frozenset(
-    {
-        "triton",
-        "torch_native",
-        "flex_attention",
-        "nsa",
-        "cutlass_mla",
-        "fa3",
-        "fa4",
-        "flashinfer",
-        "flashmla",
-        "trtllm_mla",
-        "trtllm_mha",
-        "dual_chunk_flash_attn",
-        "aiter",
-        "wave",
-        "intel_amx",
-        "ascend",
-        "intel_xpu",
-    }
-)
-REMOVED_IN_0_5_23 = frozenset({"cutlass_mla", "dual_chunk_flash_attn"})
+SPEC_V2 = "SGLANG_ENABLE_SPEC_V2"
 
 
-def _check_backend(backend: str | None, release: Release | None) -> None:
-    if backend is None or release is None:
-        return
-    if release <= (0, 5, 8) and backend not in BACKENDS_0_5_8:
-        version = ".".join(map(str, release))
-        raise FlagError(
-            f"attention backend {backend!r} is not offered by SGLang {version}; "
-            f"choices: {', '.join(sorted(BACKENDS_0_5_8))}"
-        )
-    if release >= NEW_CLI and backend in REMOVED_IN_0_5_23:
-        raise FlagError(f"attention backend {backend!r} was removed by SGLang 0.5.23")
-
-
-def _cuda_graph_flags(config: EngineLaunchConfig, release: Release | None, notes: list[str]) -> list[str]:
-    new = at_least(release, NEW_CLI)
+def _cuda_graph(config: EngineLaunchConfig, chooser: Chooser) -> list[str]:
     flags: list[str] = []
     if config.disable_cuda_graph:
-        flags += ["--disable-decode-cuda-graph", "--disable-prefill-cuda-graph"] if new else ["--disable-cuda-graph"]
-    if config.cuda_graph_max_bs is not None:
-        flag = "--cuda-graph-max-bs-decode" if new else "--cuda-graph-max-bs"
-        flags += [flag, str(config.cuda_graph_max_bs)]
-        if not new and release is not None and release >= UNCERTAIN_FROM:
-            notes.append(
-                "--cuda-graph-max-bs was renamed somewhere between 0.5.19 and 0.5.23; if the engine "
-                "rejects it, relaunch with engine_version 0.5.23"
+        if chooser.flags.accepts("--disable-decode-cuda-graph") and chooser.flags.accepts(
+            "--disable-prefill-cuda-graph"
+        ):
+            chooser.choose(
+                "disable CUDA graphs",
+                "--disable-decode-cuda-graph --disable-prefill-cuda-graph",
+                f"{chooser.engine} has per-phase switches; --disable-cuda-graph is deprecated there",
             )
+            flags += ["--disable-decode-cuda-graph", "--disable-prefill-cuda-graph"]
+        elif chooser.pick("disable CUDA graphs", "--disable-cuda-graph"):
+            flags.append("--disable-cuda-graph")
+    if config.cuda_graph_max_bs is not None:
+        flag = chooser.pick("CUDA-graph batch cap", "--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")
+        if flag:
+            flags += [flag, str(config.cuda_graph_max_bs)]
     return flags
 
 
-def _speculative_flags(
-    config: EngineLaunchConfig, release: Release | None, notes: list[str], env: dict[str, str]
-) -> list[str]:
+def _speculative(config: EngineLaunchConfig, chooser: Chooser) -> list[str]:
     options = config.speculative
     if options is None:
         return []
+    notes = chooser.command.notes
+    chooser.check_choice("--speculative-algorithm", options.algorithm)
     flags = ["--speculative-algorithm", options.algorithm]
     if options.draft_model_path:
         flags += ["--speculative-draft-model-path", options.draft_model_path]
@@ -95,22 +59,69 @@ def _speculative_flags(
         ("--speculative-num-draft-tokens", draft_tokens),
         ("--speculative-draft-attention-backend", options.draft_attention_backend),
     ):
-        if value is not None:
+        if value is not None and chooser.pick(f"speculative option {flag}", flag):
             flags += [flag, str(value)]
     if config.max_running_requests is None:
         notes.append("speculative decoding caps max running requests at 48 unless it is set explicitly")
     if options.enable_spec_v2:
-        if at_least(release, NEW_CLI):
-            notes.append("SGLANG_ENABLE_SPEC_V2 no longer exists in SGLang 0.5.23; not set")
+        known = chooser.env_known(SPEC_V2, declared_in="sglang/srt/environ.py")
+        if known is False:
+            chooser.choose(
+                "spec v2 overlap scheduler",
+                "not set",
+                f"{chooser.engine} does not declare {SPEC_V2} in sglang/srt/environ.py (removed in "
+                "0.5.14; 0.5.14-0.5.20 only warn that it is gone; spec v2 is always on)",
+            )
         else:
-            env["SGLANG_ENABLE_SPEC_V2"] = "1"
+            chooser.command.env[SPEC_V2] = "1"
+            chooser.choose(
+                "spec v2 overlap scheduler",
+                f"{SPEC_V2}=1",
+                f"{chooser.engine} reads {SPEC_V2} (sglang/srt/environ.py)"
+                if known
+                else f"whether {chooser.engine} reads {SPEC_V2} is unknown; setting it is harmless",
+            )
     return flags
 
 
-def build(config: EngineLaunchConfig, engine_python: str, release: Release | None) -> EngineCommand:
-    _check_backend(config.attention_backend, release)
-    notes: list[str] = []
-    env: dict[str, str] = {}
+def _parallel(config: EngineLaunchConfig, chooser: Chooser) -> list[str]:
+    argv = ["--tp-size", str(config.tp_size)]
+    if config.ep_size > 1:
+        argv += ["--ep-size", str(config.ep_size)]
+    if config.dp_attention and config.dp_size > 1:
+        if chooser.flags.accepts("--attn-dp-size"):
+            chooser.choose(
+                "DP attention",
+                "--attn-dp-size",
+                f"{chooser.engine} accepts --attn-dp-size{chooser.where(chooser.flags.flag('--attn-dp-size'))}"
+                "; --dp-size with --enable-dp-attention is deprecated there",
+            )
+            argv += ["--attn-dp-size", str(config.dp_size)]
+        elif chooser.pick("DP attention", "--enable-dp-attention"):
+            argv += ["--dp-size", str(config.dp_size), "--enable-dp-attention"]
+    elif config.dp_size > 1:
+        argv += ["--dp-size", str(config.dp_size)]
+    if config.nnodes > 1:
+        for flag in ("--nnodes", "--node-rank", "--dist-init-addr"):
+            chooser.pick("multi-node", flag)
+        argv += [
+            "--nnodes",
+            str(config.nnodes),
+            "--node-rank",
+            str(config.node_rank),
+            "--dist-init-addr",
+            str(config.dist_init_addr),
+        ]
+        if config.node_rank > 0:
+            chooser.command.notes.append("ranks above 0 serve only /health; readiness is judged on node 0")
+    return argv
+
+
+def build(config: EngineLaunchConfig, engine_python: str, flags: FlagSet) -> EngineCommand:
+    command = EngineCommand(argv=[], entry_point=f"{engine_python} -m sglang.launch_server")
+    chooser = Chooser(flags, command)
+    if config.attention_backend:
+        chooser.check_choice("--attention-backend", config.attention_backend)
     argv = [
         engine_python,
         "-m",
@@ -124,17 +135,7 @@ def build(config: EngineLaunchConfig, engine_python: str, release: Release | Non
     ]
     if config.served_model_name:
         argv += ["--served-model-name", config.served_model_name]
-    argv += ["--tp-size", str(config.tp_size)]
-    if config.ep_size > 1:
-        argv += ["--ep-size", str(config.ep_size)]
-    if config.dp_attention and config.dp_size > 1:
-        argv += (
-            ["--attn-dp-size", str(config.dp_size)]
-            if at_least(release, NEW_CLI)
-            else ["--dp-size", str(config.dp_size), "--enable-dp-attention"]
-        )
-    elif config.dp_size > 1:
-        argv += ["--dp-size", str(config.dp_size)]
+    argv += _parallel(config, chooser)
     for flag, value in (
         ("--mem-fraction-static", config.mem_fraction),
         ("--context-length", config.context_length),
@@ -147,7 +148,7 @@ def build(config: EngineLaunchConfig, engine_python: str, release: Release | Non
     ):
         if value is not None:
             argv += [flag, str(value)]
-    argv += _cuda_graph_flags(config, release, notes)
+    argv += _cuda_graph(config, chooser)
     for flag, enabled in (
         ("--trust-remote-code", config.trust_remote_code),
         ("--disable-custom-all-reduce", config.disable_custom_all_reduce),
@@ -156,16 +157,6 @@ def build(config: EngineLaunchConfig, engine_python: str, release: Release | Non
     ):
         if enabled:
             argv.append(flag)
-    argv += _speculative_flags(config, release, notes, env)
-    if config.nnodes > 1:
-        argv += [
-            "--nnodes",
-            str(config.nnodes),
-            "--node-rank",
-            str(config.node_rank),
-            "--dist-init-addr",
-            str(config.dist_init_addr),
-        ]
-        if config.node_rank > 0:
-            notes.append("ranks above 0 serve only /health; readiness is judged on node 0")
-    return EngineCommand(argv=argv, env=env, notes=notes)
+    argv += _speculative(config, chooser)
+    command.argv = argv
+    return chooser.finish()
