@@ -24,6 +24,7 @@ from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
+from tools.engines.milestones import milestones as release_milestones
 from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
 from tools.logs.library import SignatureLibrary, load_library
 from tools.logs.reader import last_frame, read_since
@@ -56,11 +57,15 @@ class ReadinessReport(BaseModel):
 class _LogFollower:
     """New complete lines of the log, with ready lines and progress milestones picked out."""
 
-    def __init__(self, path: Path, engine: str, library: SignatureLibrary) -> None:
+    def __init__(self, path: Path, engine: str, library: SignatureLibrary, version: str | None = None) -> None:
         self.path = path
         self.offset = 0
+        # The release's own wording (from the release data) comes on top of the library's patterns.
+        release_lines = release_milestones(engine, version)
         self.ready_patterns = [ready.regex for ready in library.ready if ready.engine == engine]
+        self.ready_patterns += [line.regex for line in release_lines if line.stage == "ready"]
         self.progress = library.progress
+        self.release_lines = [line for line in release_lines if line.stage != "ready"]
         self.ready_line: str | None = None
         self.stage: str | None = None
 
@@ -81,6 +86,11 @@ class _LogFollower:
                     self.stage = progress.stage
                     milestones.append(progress.describe(match))
                     break
+            else:
+                known = next((item for item in self.release_lines if item.regex.search(line)), None)
+                if known is not None:
+                    self.stage = known.stage
+                    milestones.append(known.message)
         return len(lines), milestones
 
 
@@ -90,7 +100,8 @@ def wait_for_ready(
     """Watch the engine until ready, dead, hung or out of time; keeps ``record.state`` current."""
     host = context.host
     started = time.monotonic()
-    follower = _LogFollower(Path(record.log_path), config.engine, load_library())
+    follower = _LogFollower(Path(record.log_path), config.engine, load_library(),
+                            str(record.config.get("engine_version") or "") or None)
     monitor = ActivityMonitor(settings.hang_after_seconds)
     report = ReadinessReport(outcome="timeout")
     last_health = float("-inf")

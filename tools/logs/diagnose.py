@@ -33,7 +33,9 @@ _VLLM_MARKS = re.compile(r"vllm|vLLM|\(APIServer pid=|EngineCore|VllmWorker|\[co
 _ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)")
 _EXCEPTION_LINE = re.compile(r"^\s*(?:\S+ )?[\w.]*(?:Error|Exception|Interrupt)\b: ")
 _ERRORISH = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|(?:Error|Exception): ")
-_NCCL_INIT = re.compile(r"NCCL INFO|Init torch distributed begin|init_process_group|ncclCommInitRank")
+# SGLang <= 0.5.20 / >= 0.5.21 and vLLM wording of the distributed-init start (from the release data).
+_NCCL_INIT = re.compile(r"NCCL INFO|Init torch distributed begin|Init parallel begin|"
+                        r"rank \d+ in world size \d+ is assigned as|init_process_group|ncclCommInitRank")
 
 EngineGuess = Literal["sglang", "vllm", "unknown"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from twin.clock import SimClock
 from twin.engine.flag_tables import parse_version
-from twin.engine.flags import parse_flags
+from twin.engine.flags import HELP, help_text, parse_flags
 from twin.engine.http import HttpServer
 from twin.engine.launch import LaunchError, build_launch
 from twin.engine.logs import EngineLog
@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             "UserWarning: 'python -m sglang.launch_server' is still supported, but 'sglang serve' is "
             "the recommended entrypoint.\n"
         )
+    if HELP & set(engine_argv):
+        sys.stdout.write(help_text(own.engine, version))
+        return 0
     parsed = parse_flags(own.engine, engine_argv, version)
     env = dict(os.environ)
     visible = visible_gpus(scenario, env)

@@ -1,10 +1,10 @@
 """The launch flags of the real engines, as the stand-in parses them.
 
-SGLang flags follow 0.5.8 ``srt/server_args.py`` (names, aliases, defaults), with the 0.5.23 renames
-gated by version: 0.5.23 removed ``--cuda-graph-max-bs`` in favour of ``--cuda-graph-max-bs-decode`` /
-``-prefill``, which makes the old spelling an ambiguous prefix there, exactly as in the real CLI.
-vLLM flags follow 0.33 ``engine/arg_utils.py`` and ``entrypoints/openai/cli_args.py``.
-A flag's first name is its canonical name; rules in scenarios use canonical names.
+This table gives types and defaults for the flags the stand-in simulates; it does not decide which flags
+a release accepts. That comes from the release data (``tools/engines/release_facts.json``), checked first
+by :func:`tools.sim.engine.flags.parse_flags`, so a flag the real release rejects is rejected here too.
+SGLang names follow ``srt/server_args.py``, vLLM's ``engine/arg_utils.py``. A flag's first name is its
+canonical name; rules in scenarios use canonical names.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ class FlagSpec:
     names: tuple[str, ...]
     kind: FlagKind = "str"
     default: Any = None
-    since: Version | None = None  # first release with the flag
-    until: Version | None = None  # first release without it
 
     @property
     def canonical(self) -> str:
@@ -52,18 +50,18 @@ SGLANG_FLAGS: list[FlagSpec] = [
     FlagSpec(("--stream-interval",), "int", 1),
     FlagSpec(("--schedule-conservativeness",), "float", 1.0),
     FlagSpec(("--watchdog-timeout",), "float", 300.0),
-    FlagSpec(("--cuda-graph-max-bs",), "int", until=(0, 5, 23)),
+    FlagSpec(("--cuda-graph-max-bs",), "int"),
     FlagSpec(("--cuda-graph-bs",), "ints"),
     FlagSpec(("--lora-paths",), "strs"),
-    FlagSpec(("--attn-dp-size",), "int", since=(0, 5, 23)),
-    FlagSpec(("--cuda-graph-max-bs-decode",), "int", since=(0, 5, 23)),
-    FlagSpec(("--cuda-graph-max-bs-prefill",), "int", since=(0, 5, 23)),
-    FlagSpec(("--cuda-graph-backend-decode",), since=(0, 5, 23)),
-    FlagSpec(("--cuda-graph-backend-prefill",), since=(0, 5, 23)),
-    FlagSpec(("--cuda-graph-config",), since=(0, 5, 23)),
-    FlagSpec(("--config",), since=(0, 5, 23)),
-    FlagSpec(("--disable-decode-cuda-graph",), "bool", False, since=(0, 5, 23)),
-    FlagSpec(("--disable-prefill-cuda-graph",), "bool", False, since=(0, 5, 23)),
+    FlagSpec(("--attn-dp-size",), "int"),
+    FlagSpec(("--cuda-graph-max-bs-decode",), "int"),
+    FlagSpec(("--cuda-graph-max-bs-prefill",), "int"),
+    FlagSpec(("--cuda-graph-backend-decode",)),
+    FlagSpec(("--cuda-graph-backend-prefill",)),
+    FlagSpec(("--cuda-graph-config",)),
+    FlagSpec(("--config",)),
+    FlagSpec(("--disable-decode-cuda-graph",), "bool", False),
+    FlagSpec(("--disable-prefill-cuda-graph",), "bool", False),
     *_many(
         "str",
         "--tokenizer-path",
@@ -288,11 +286,5 @@ def parse_version(text: str | None) -> Version:
     return tuple(parts) or (0,)
 
 
-def flag_table(engine: str, version: str | None) -> list[FlagSpec]:
-    release = parse_version(version)
-    table = SGLANG_FLAGS if engine == "sglang" else VLLM_FLAGS
-    return [
-        spec
-        for spec in table
-        if (spec.since is None or release >= spec.since) and (spec.until is None or release < spec.until)
-    ]
+def flag_table(engine: str) -> list[FlagSpec]:
+    return SGLANG_FLAGS if engine == "sglang" else VLLM_FLAGS

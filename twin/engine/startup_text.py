@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import socket
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 
+from tools.engines.milestones import fill, fill_labeled, template_for
+from twin.engine.flags import pretended_flags
 from twin.engine.logs import EngineLog
 from twin.engine.plan import Plan
 from twin.scenario import Scenario
@@ -21,6 +24,12 @@ class StartupText(ABC):
     def __init__(self, log: EngineLog, plan: Plan, scenario: Scenario) -> None:
         self.log, self.plan, self.scenario, self.launch = log, plan, scenario, plan.launch
         self.total = plan.memory.total_mib
+        self.release = pretended_flags(self.launch.engine, self.launch.version).version
+
+    def wording(self, milestone: str, containing: str, labels: Mapping[str, object], fallback: str) -> str:
+        """The pretended release's own line for a milestone (from the release data), else ``fallback``."""
+        template = template_for(self.launch.engine, self.release, milestone, containing)
+        return fill_labeled(template, labels) if template else fallback
 
     def nccl_lines(self, env_p2p_disabled: bool, rank: int) -> None:
         """``NCCL_DEBUG=INFO`` transport lines: P2P between GPUs unless ``NCCL_P2P_DISABLE=1`` (then SHM)."""
@@ -101,7 +110,7 @@ class SglangText(StartupText):
             )
 
     def init_begin(self, rank: int) -> None:
-        self.log.info("Init torch distributed begin.", rank=rank)
+        self.log.info(self.wording("distributed_init", "begin", {}, "Init torch distributed begin."), rank=rank)
 
     def custom_all_reduce(self) -> None:
         self.log.info(
@@ -110,7 +119,9 @@ class SglangText(StartupText):
         )
 
     def init_end(self, rank: int) -> None:
-        self.log.info("Init torch distributed ends. mem usage=0.51 GB", rank=rank)
+        line = self.wording("distributed_init_done", "", {"mem usage": "0.51", "elapsed": "2.31"},
+                            "Init torch distributed ends. mem usage=0.51 GB")
+        self.log.info(line, rank=rank)
 
     def load_begin(self, draft: bool = False) -> None:
         self.log.info(
@@ -137,11 +148,19 @@ class SglangText(StartupText):
 
     def kv_cache(self) -> None:
         memory = self.plan.memory
-        if self.scenario.model.attention == "mla":
+        mla = self.scenario.model.attention == "mla"
+        if mla:
             sizes = f"KV size: {_gb(memory.kv_mib):.2f} GB"
         else:
             sizes = f"K size: {_gb(memory.kv_mib) / 2:.2f} GB, V size: {_gb(memory.kv_mib) / 2:.2f} GB"
-        self.log.info(f"KV Cache is allocated. #tokens: {memory.kv_tokens}, {sizes}")
+        labels = {"": "KV Cache", "dtype": "torch.bfloat16", "#tokens": memory.kv_tokens,
+                  "KV size": f"{_gb(memory.kv_mib):.2f}", "K size": f"{_gb(memory.kv_mib) / 2:.2f}",
+                  "V size": f"{_gb(memory.kv_mib) / 2:.2f}"}
+        template = template_for(self.launch.engine, self.release, "kv_cache", "KV size" if mla else "K size")
+        # 0.5.18+ builds the phrase in one field ("{cache_name} {'is allocated'}"): print it as it reads.
+        line = fill_labeled(template.replace("{} {}.", "KV Cache is allocated."), labels) if template else (
+            f"KV Cache is allocated. #tokens: {memory.kv_tokens}, {sizes}")
+        self.log.info(line)
         self.log.info(f"Memory pool end. avail mem={_gb(self._after_kv()):.2f} GB")
 
     def graph_begin(self, draft: bool = False) -> None:
@@ -218,11 +237,12 @@ class VllmText(StartupText):
 
     def init_begin(self, rank: int) -> None:
         world = self.launch.tp_size
-        self.log.info(
-            f"rank {rank} in world size {world} is assigned as DP rank 0, PP rank 0, TP rank {rank}, EP rank {rank}",
-            rank=rank,
-            where="parallel_state.py:1208",
-        )
+        fallback = (f"rank {rank} in world size {world} is assigned as DP rank 0, PP rank 0, TP rank {rank}, "
+                    f"EP rank {rank}")
+        labels = {"rank": rank, "world size": world, "DP rank": 0, "PP rank": 0, "PCP rank": 0, "TP rank": rank,
+                  "ETP rank": rank, "EP rank": rank}
+        self.log.info(self.wording("distributed_init", "is assigned as", labels, fallback), rank=rank,
+                      where="parallel_state.py:1208")
 
     def custom_all_reduce(self) -> None:
         self.log.warning(
@@ -282,7 +302,14 @@ class VllmText(StartupText):
         self._core("init engine (profile, create kv cache, warmup model) took 12.03 seconds", "core.py:210")
 
     def server_listening(self, host: str, port: int) -> None:
-        self._api(f"Starting vLLM server on http://{host}:{port}", "api_server.py:1971")
+        template = template_for("vllm", self.release, "ready", "Starting vLLM") or "Starting vLLM server on %s"
+        url = f"http://{host}:{port}"
+        values: tuple[object, ...] = (url,)
+        if "://" in template:
+            values = ("", host, port)
+        elif "%d on" in template:
+            values = (0, url)
+        self._api(fill(template, *values), "api_server.py:1971")
         self._api("Available routes are:", "launcher.py:188")
         for route, methods in (
             ("/health", "GET"),
