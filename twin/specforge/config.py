@@ -177,6 +177,28 @@ def check_schema(config: dict[str, Any]) -> None:
         raise ConfigError("data needs exactly one of train_data_path, prompts_path, hidden_states_path")
     if not config.get("output_dir"):
         raise ConfigError("output_dir is required")
+    check_deployment(config, online=sources[0] != "hidden_states_path")
+
+
+def check_deployment(config: dict[str, Any], online: bool) -> None:
+    """SpecForge 0.2.0's topology rules (config/schema.py ``_validate_run_structure``)."""
+    deployment = config.get("deployment") or {}
+    mode = deployment.get("mode", "local_colocated")
+    disaggregated = deployment.get("disaggregated") or {}
+    if online and mode != "disaggregated":
+        raise ConfigError("online training requires deployment.mode=disaggregated; colocated online training is no "
+                          "longer supported")
+    if online and disaggregated.get("backend", "mooncake") != "mooncake":
+        raise ConfigError("online disaggregated training requires deployment.disaggregated.backend=mooncake")
+    managed = disaggregated.get("managed_local")
+    if managed is not None:
+        if not online:
+            raise ConfigError("managed_local supports online capture only")
+        explicit = [key for key in ("server_urls", "mooncake_master_server_addr", "mooncake_metadata_server")
+                    if disaggregated.get(key)]
+        if explicit:
+            raise ConfigError(f"managed_local derives capture server URLs and Mooncake endpoints; do not set "
+                              f"{explicit[0]}")
 
 
 def load_config(path: Path, overrides: list[str]) -> dict[str, Any]:

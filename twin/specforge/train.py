@@ -14,6 +14,7 @@ import contextlib
 import json
 import math
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -125,8 +126,36 @@ def _save(output_dir: Path, run_id: str, step: int, state: dict[str, Any], ranks
     return directory
 
 
+def _answers(address: str) -> bool:
+    host, _, port = address.removeprefix("http://").split("/", 1)[0].rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1.0):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _online_services(config: dict[str, Any]) -> None:
+    """Online training needs Mooncake and capture servers; SpecForge starts them only for managed_local.
+
+    No stand-in serves SpecForge's capture contract (a patched SGLang with --enable-spec-capture), so
+    outside managed_local online training fails here as it would against an unpatched server.
+    """
+    disaggregated = (config.get("deployment") or {}).get("disaggregated") or {}
+    if disaggregated.get("managed_local") is not None:
+        return
+    master = str(disaggregated.get("mooncake_master_server_addr") or "")
+    if not master or not _answers(master):
+        raise TrainingError(f"RuntimeError: cannot reach the Mooncake master at {master or '(not set)'}; start "
+                            "mooncake_master or add deployment.disaggregated.managed_local")
+    for url in disaggregated.get("server_urls") or []:
+        raise TrainingError(f"RuntimeError: capture server {url} does not serve the capture contract; start the "
+                            "target with SpecForge's SGLang and --enable-spec-capture --chunked-prefill-size -1")
+
+
 def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_only: bool) -> int:
     model, training = config["model"], config.get("training") or {}
+    online = not (config.get("data") or {}).get("hidden_states_path")
     if not _model_is_target(str(model["target_model_path"]), scenario, layout):
         raise TrainingError(f"OSError: target model {model['target_model_path']} not found on this host")
     final, alignment, records = _acceptance(config, scenario, layout)
@@ -137,7 +166,8 @@ def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_on
         int(training.get("log_interval") or 50),
         int(training.get("save_interval") or 1000),
     )
-    eval_every = int(training.get("eval_interval") or 0)
+    # Evaluation reads offline features (data.eval_hidden_states_path); online runs print no eval metrics.
+    eval_every = 0 if online else int(training.get("eval_interval") or 0)
     run_id, output_dir = str(config.get("run_id") or "run"), Path(str(config["output_dir"]))
     print(
         f"Training plan: strategy={training.get('strategy', 'eagle3')}, records={records}, "
@@ -147,6 +177,8 @@ def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_on
     )
     if plan_only:
         return 0
+    if online:
+        _online_services(config)
     gpus = _gpus(config, scenario, layout)
     ledger = GpuLedgerEntry(layout.root)
     ledger.update({gpu: int(scenario.training.gpu_memory_gib * 1024) for gpu in gpus}, "training")
