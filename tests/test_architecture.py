@@ -4,6 +4,8 @@ functions; imports under ``if TYPE_CHECKING:`` count for directions, not for cyc
 - tools/ never imports agent/ (the agent uses the tools, never the other way round);
 - twin/ (the stand-ins for the outside world) imports neither agent/ nor tools/;
 - twin/ is imported only by the simulated host (tools/hosts/sim/), the tests and the benchmarks;
+- engine_facts/ (what the real engine releases accept and print, shared by tools/ and twin/) imports none of
+  agent/, tools/, twin/;
 - nothing shipped imports tests/ or benchmarks/, and benchmarks/ never imports tests/;
 - no import cycles between modules.
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("agent", "tools", "twin", "prompts", "benchmarks")
+PACKAGES = ("agent", "tools", "twin", "prompts", "benchmarks", "engine_facts")
 
 
 @dataclass(frozen=True)
@@ -92,28 +94,29 @@ def violations(rule: str) -> list[str]:
         broken = {
             "tools never import agent": top(source) == "tools" and top(target) == "agent",
             "twin imports neither agent nor tools": top(source) == "twin" and top(target) in ("agent", "tools"),
-            "only the simulated host, tests and benchmarks import twin": top(target) == "twin"
-            and top(source) not in ("twin", "tests", "benchmarks")
-            and not source.startswith("tools.hosts.sim"),
-            "nothing shipped imports tests or benchmarks": top(source) in ("agent", "tools", "twin", "prompts")
-            and top(target) in ("tests", "benchmarks"),
+            "only the simulated host, tests and benchmarks import twin":
+                top(target) == "twin" and top(source) not in ("twin", "tests", "benchmarks")
+                and not source.startswith("tools.hosts.sim"),
+            "nothing shipped imports tests or benchmarks":
+                top(source) in ("agent", "tools", "twin", "prompts", "engine_facts")
+                and top(target) in ("tests", "benchmarks"),
             "benchmarks never import tests": top(source) == "benchmarks" and top(target) == "tests",
+            "engine_facts imports none of agent, tools, twin":
+                top(source) == "engine_facts" and top(target) in ("agent", "tools", "twin"),
         }[rule]
         if broken:
             wrong.append(f"{source} (line {item.line}) imports {target}")
     return wrong
 
 
-@pytest.mark.parametrize(
-    "rule",
-    [
-        "tools never import agent",
-        "twin imports neither agent nor tools",
-        "only the simulated host, tests and benchmarks import twin",
-        "nothing shipped imports tests or benchmarks",
-        "benchmarks never import tests",
-    ],
-)
+@pytest.mark.parametrize("rule", [
+    "tools never import agent",
+    "twin imports neither agent nor tools",
+    "only the simulated host, tests and benchmarks import twin",
+    "nothing shipped imports tests or benchmarks",
+    "benchmarks never import tests",
+    "engine_facts imports none of agent, tools, twin",
+])
 def test_imports_run_in_the_allowed_directions(rule: str) -> None:
     assert violations(rule) == []
 

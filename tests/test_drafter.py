@@ -75,7 +75,8 @@ def call(context: ToolContext, name: str, arguments: dict[str, object]) -> ToolR
 def pipeline_args(setup: dict[str, str], **extra: object) -> dict[str, object]:
     return {"name": "d1", "target_model_path": "fake-model", "draft_model_config": setup["draft_model_config"],
             "specforge_dir": setup["specforge_dir"], "input_data_path": setup["input_data_path"],
-            "specforge_python": setup["specforge_python"], "extra_config": MANAGED_LOCAL, "max_steps": 40, "log_interval": 10, "learning_rate": 5e-5, "poll_seconds": 0.1, **extra}
+            "specforge_python": setup["specforge_python"], "extra_config": MANAGED_LOCAL, "max_steps": 40,
+            "log_interval": 10, "learning_rate": 5e-5, "poll_seconds": 0.1, **extra}
 
 
 def test_full_pipeline_regenerates_trains_and_exports(tmp_path: Path, setup: dict[str, str]) -> None:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from ops_helpers import make_context
 
+from engine_facts.accepted_flags import from_release_data
+from engine_facts.versions import parse_release
 from tools.base import ToolContext, ToolRegistry
-from tools.engines.accepted_flags import from_release_data
 from tools.engines.launch import LaunchEngineTool
-from tools.engines.versions import parse_release
 
 REGISTRY = ToolRegistry([LaunchEngineTool()])
 KIMI = "/models/Kimi-K2.5"

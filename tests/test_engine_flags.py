@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from engine_facts.versions import parse_release
 from tools.engines.build import build_command
 from tools.engines.command import FlagError, FlagsUnknown
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.versions import parse_release
 from tools.logs.library import load_library
 
 PYTHON = "/envs/engine/bin/python"

@@ -12,7 +12,7 @@ from sim_helpers import free_port, write_scenario
 from tools.base import ToolRegistry
 from tools.engines.control import StopEngineTool
 from tools.engines.launch import LaunchEngineTool
-from tools.sim.host import SimHost
+from tools.hosts.sim.host import SimHost
 
 HANG = """
 [[rules]]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from ops_helpers import make_context
 from sim_helpers import write_scenario
-from tools.sim.host import SimHost
 
+from engine_facts.accepted_flags import from_help_text
 from tools.base import ToolContext, ToolRegistry
-from tools.engines.accepted_flags import from_help_text
 from tools.engines.launch import LaunchEngineTool
+from tools.hosts.sim.host import SimHost
 
 REGISTRY = ToolRegistry([LaunchEngineTool()])
 

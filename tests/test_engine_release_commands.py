@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from tools.engines.accepted_flags import from_release_data
+from engine_facts.accepted_flags import from_release_data
+from engine_facts.release_facts import known_releases, load_facts, release_view
+from engine_facts.versions import parse_release
 from tools.engines.build import build_command
 from tools.engines.command import FeatureMissing
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.release_facts import known_releases, load_facts, release_view
-from tools.engines.versions import parse_release
 
 PYTHON = "/envs/engine/bin/python"
 DRAFTER = "/models/kimi-eagle3"

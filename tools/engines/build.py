@@ -7,11 +7,11 @@ Flags come from the release data for exactly that release (:func:`known_flags`),
 
 from __future__ import annotations
 
+from engine_facts.accepted_flags import FlagSet, from_release_data
+from engine_facts.versions import describe_version, parse_release
 from tools.engines import sglang_flags, vllm_flags
-from tools.engines.accepted_flags import FlagSet, from_release_data
 from tools.engines.command import EngineCommand, FlagsUnknown
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.versions import describe_version, parse_release
 
 
 def known_flags(engine: str, engine_version: str | None) -> FlagSet:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tools.engines.accepted_flags import AcceptedFlag, FlagSet
+from engine_facts.accepted_flags import AcceptedFlag, FlagSet
+from engine_facts.release_facts import first_release_with, release_view
+from engine_facts.versions import parse_release
 from tools.engines.command import EngineCommand, FeatureMissing, VersionChoice
-from tools.engines.release_facts import first_release_with, release_view
-from tools.engines.versions import parse_release
 
 NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
 

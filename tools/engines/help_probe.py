@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from tools.engines.accepted_flags import FlagSet, from_help_text
+from engine_facts.accepted_flags import FlagSet, from_help_text
 from tools.engines.command import FlagsUnknown
 from tools.hosts.base import Host
 

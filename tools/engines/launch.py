@@ -61,7 +61,7 @@ class LaunchEngineOutput(ToolOutput):
     flags_from: str = ""
     choices: list[VersionChoice] = Field(default_factory=list)
     notes: list[str]
-    readiness: ReadinessReport | None = None
+    readiness: ReadinessReport
 
 
 def _engine_version(args: LaunchEngineArgs, context: ToolContext) -> str | None:
@@ -131,7 +131,8 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
         if args.dry_run:
             return LaunchEngineOutput(name=args.name, dry_run=True, base_url=base_url(config), argv=command.argv,
                                       env=command.env, entry_point=command.entry_point, engine_version=version,
-                                      flags_from=command.flags_from, choices=command.choices, notes=command.notes)
+                                      flags_from=command.flags_from, choices=command.choices, notes=command.notes,
+                                      readiness=ReadinessReport(outcome="dry_run"))
         recorded: dict[str, Any] = {**config.model_dump(mode="json"), "engine_version": version,
                                     "notes": command.notes}
         record = start_process(context, name=args.name, argv=command.argv, env=command.env, kind="engine",

@@ -20,18 +20,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from engine_facts.milestones import milestones as release_milestones
 from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
-from tools.engines.milestones import milestones as release_milestones
 from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
 from tools.logs.library import SignatureLibrary, load_library
 from tools.logs.reader import last_frame, read_since
 from tools.processes import refresh
 from tools.records import ProcessRecord
 
-Outcome = Literal["ready", "exited", "hung", "timeout", "not_waited", "started"]
+Outcome = Literal["ready", "exited", "hung", "timeout", "not_waited", "started", "dry_run"]
 
 
 class WaitSettings(BaseModel):

@@ -10,7 +10,7 @@ backend choices, and ``SGLANG_ENABLE_SPEC_V2`` (read through 0.5.13). EAGLE with
 
 from __future__ import annotations
 
-from tools.engines.accepted_flags import FlagSet
+from engine_facts.accepted_flags import FlagSet
 from tools.engines.command import EngineCommand
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.flag_choice import Chooser

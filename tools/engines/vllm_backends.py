@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from tools.engines.release_facts import BackendFact
+from engine_facts.release_facts import BackendFact
 
 GENERIC: dict[str, dict[str, tuple[str, ...]]] = {
     "mla": {

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tools.engines.accepted_flags import FlagSet
+from engine_facts.accepted_flags import FlagSet
+from engine_facts.release_facts import ReleaseView, release_view
+from engine_facts.versions import parse_release
 from tools.engines.command import EngineCommand
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.flag_choice import Chooser
-from tools.engines.release_facts import ReleaseView, release_view
-from tools.engines.versions import parse_release
 from tools.engines.vllm_backends import capability_problem, model_attention, resolve_backend
 
 SPECULATIVE_METHODS = {

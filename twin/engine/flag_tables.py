@@ -1,8 +1,8 @@
 """The launch flags of the real engines, as the stand-in parses them.
 
 This table gives types and defaults for the flags the stand-in simulates; it does not decide which flags
-a release accepts. That comes from the release data (``tools/engines/release_facts.json``), checked first
-by :func:`tools.sim.engine.flags.parse_flags`, so a flag the real release rejects is rejected here too.
+a release accepts. That comes from the release data (``engine_facts/release_facts.json``), checked first
+by :func:`twin.engine.flags.parse_flags`, so a flag the real release rejects is rejected here too.
 SGLang names follow ``srt/server_args.py``, vLLM's ``engine/arg_utils.py``. A flag's first name is its
 canonical name; rules in scenarios use canonical names.
 """

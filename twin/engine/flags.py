@@ -1,10 +1,10 @@
 """Parse an engine command line the way the real release's argparse does.
 
 Two steps. First the command line is checked against the flags the pretended release accepts, built
-from the release data (:mod:`tools.engines.accepted_flags`): unknown flags, bad choices and ambiguous
+from the release data (:mod:`engine_facts.accepted_flags`): unknown flags, bad choices and ambiguous
 prefixes fail with argparse's own message and exit status 2, exactly where the real release fails.
 Then the accepted options, under their canonical names, are read with the typed table of
-:mod:`tools.sim.engine.flag_tables`, which gives the values and defaults the stand-in simulates.
+:mod:`twin.engine.flag_tables`, which gives the values and defaults the stand-in simulates.
 A version that is not among the releases read (a development build, a newer release) behaves like the
 closest older release read, or the newest one for a development build.
 """
@@ -15,9 +15,9 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from tools.engines.accepted_flags import FlagSet, from_release_data
-from tools.engines.release_facts import known_releases
-from tools.engines.versions import parse_release
+from engine_facts.accepted_flags import FlagSet, from_release_data
+from engine_facts.release_facts import known_releases
+from engine_facts.versions import parse_release
 from twin.engine.flag_tables import SGLANG_FLAGS, VLLM_FLAGS, FlagSpec, flag_table
 
 PROGRAMS = {"sglang": "sglang serve", "vllm": "vllm serve"}

@@ -7,7 +7,7 @@ import socket
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 
-from tools.engines.milestones import fill, fill_labeled, template_for
+from engine_facts.milestones import fill, fill_labeled, template_for
 from twin.engine.flags import pretended_flags
 from twin.engine.logs import EngineLog
 from twin.engine.plan import Plan

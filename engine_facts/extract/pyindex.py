@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.engines.facts.sources import ReleaseSources
+from engine_facts.extract.sources import ReleaseSources
 
 _UNRESOLVED = object()
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tools.engines.facts.pyindex import PackageIndex
+from engine_facts.extract.pyindex import PackageIndex
 
 MAJORS = (7, 8, 9, 10, 11, 12)
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tools.engines.facts.pyindex import Module, PackageIndex, literal_members
+from engine_facts.extract.pyindex import Module, PackageIndex, literal_members
 
 Takes = Literal["none", "optbool", "one", "optional", "many"]
 BUILDERS = {"add_cli_args", "make_arg_parser", "subparser_init", "_add_cli_args"}

@@ -1,6 +1,6 @@
 """Read every listed release and write the compact facts file the launch code and the twin use.
 
-Layout (``tools/engines/release_facts.json``)::
+Layout (``engine_facts/release_facts.json``)::
 
     {"format_version": 1, "generated": "YYYY-MM-DD", "command": "scripts/engine-facts ...",
      "engines": {"sglang": {
@@ -26,15 +26,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.engines.facts.backends_extract import read_backends
-from tools.engines.facts.env_extract import read_environment
-from tools.engines.facts.fetch import ReleaseFile
-from tools.engines.facts.flags_extract import read_flags
-from tools.engines.facts.logs_extract import read_milestones
-from tools.engines.facts.pyindex import PackageIndex
-from tools.engines.facts.sources import read_sources
-from tools.engines.facts.spec_extract import read_speculative_methods
-from tools.engines.versions import parse_release
+from engine_facts.extract.backends_extract import read_backends
+from engine_facts.extract.env_extract import read_environment
+from engine_facts.extract.fetch import ReleaseFile
+from engine_facts.extract.flags_extract import read_flags
+from engine_facts.extract.logs_extract import read_milestones
+from engine_facts.extract.pyindex import PackageIndex
+from engine_facts.extract.sources import read_sources
+from engine_facts.extract.spec_extract import read_speculative_methods
+from engine_facts.versions import parse_release
 
 FORMAT_VERSION = 1
 ENTRY_MODULES = (

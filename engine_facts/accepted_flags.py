@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tools.engines.release_facts import Takes, release_view
-from tools.engines.versions import Release
+from engine_facts.release_facts import Takes, release_view
+from engine_facts.versions import Release
 
 Origin = Literal["release_data", "help"]
 

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tools.engines.release_facts import LogFact, load_facts, release_view
-from tools.engines.versions import parse_release
+from engine_facts.release_facts import LogFact, load_facts, release_view
+from engine_facts.versions import parse_release
 
 STAGES = {
     "distributed_init": "distributed_init",

@@ -11,7 +11,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from tools.engines.facts.pyindex import PackageIndex
+from engine_facts.extract.pyindex import PackageIndex
 
 PREFIXES = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",)}
 READERS = {

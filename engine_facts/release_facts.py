@@ -1,9 +1,9 @@
 """The engine facts read from published releases (``release_facts.json``), as typed records.
 
-The file is written by ``scripts/engine-facts``; see ``tools/engines/facts/build.py`` for its layout.
+The file is written by ``scripts/engine-facts``; see ``engine_facts/extract/build.py`` for its layout.
 :func:`release_view` gives one release's view (flags, environment variables, log lines, backends);
 it answers only for releases that were read: a release between two read ones, a development build or
-a newer release is not guessed at (see :mod:`tools.engines.accepted_flags` for what happens then).
+a newer release is not guessed at (see :mod:`engine_facts.accepted_flags` for what happens then).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.engines.versions import Release, parse_release
+from engine_facts.versions import Release, parse_release
 
 Takes = Literal["none", "optbool", "one", "optional", "many"]
 
@@ -109,7 +109,7 @@ class ReleaseView(BaseModel):
 
 @functools.cache
 def load_facts() -> ReleaseFactsFile:
-    text = resources.files("tools.engines").joinpath("release_facts.json").read_text(encoding="utf-8")
+    text = resources.files("engine_facts").joinpath("release_facts.json").read_text(encoding="utf-8")
     return ReleaseFactsFile.model_validate(json.loads(text))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from tools.engines.facts.pyindex import Module, PackageIndex, literal_members
+from engine_facts.extract.pyindex import Module, PackageIndex, literal_members
 
 FILES = ("vllm/config/speculative.py", "vllm/config.py")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from tools.engines.facts.pyindex import PackageIndex, string_template
+from engine_facts.extract.pyindex import PackageIndex, string_template
 
 LOG_CALLS = {"info", "warning", "debug", "error", "print", "info_once", "warning_once", "log", "print_info_once"}
 PROBES: dict[str, tuple[str, ...]] = {
