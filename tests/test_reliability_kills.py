@@ -89,6 +89,9 @@ def test_an_engine_killed_while_serving_is_not_benchmarked_as_if_alive(state_dir
     assert all(levels[benchmark]["completed"] > 0 for benchmark in kept.values())
 
 
+MANAGED_LOCAL = {"deployment": {"disaggregated": {"managed_local": {"trainer_cuda_visible_devices": ["0"]}}}}
+
+
 def test_a_drafter_job_killed_mid_training_is_reported_failed(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     state = ProjectState(goal="train a drafter")
@@ -121,22 +124,12 @@ def test_a_drafter_job_killed_mid_training_is_reported_failed(tmp_path: Path) ->
         )
         assert launched.ok and launched.output is not None
         assert launched.output["readiness"]["outcome"] == "ready", launched.output["readiness"]
-        started = REGISTRY.execute(
-            "train_drafter",
-            {
-                "name": "drafter-1",
-                "target_model_path": target.path,
-                "target_server": "127.0.0.1:39181",
-                "served_model_name": target.name,
-                "num_samples": 48,
-                "num_epochs": 2,
-                "wait": False,
-                "specforge_dir": environment.specforge_dir,
-                "draft_model_config": environment.specforge_draft_configs[0],
-                "input_data_path": environment.specforge_datasets[0],
-            },
-            context,
-        )
+        started = REGISTRY.execute("train_drafter", {
+            "name": "drafter-1", "target_model_path": target.path, "target_server": "127.0.0.1:39181",
+            "served_model_name": target.name, "num_samples": 48, "num_epochs": 2, "wait": False,
+            "specforge_dir": environment.specforge_dir, "draft_model_config": environment.specforge_draft_configs[0],
+            "input_data_path": environment.specforge_datasets[0], "specforge_python": "/opt/specforge-env/bin/python",
+            "extra_config": MANAGED_LOCAL}, context)
         assert started.ok, started.error
         job = next(record for record in state.processes if record.kind == "drafter_training")
 

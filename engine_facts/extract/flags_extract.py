@@ -53,6 +53,7 @@ def serve_flag_files(engine: str, paths: list[str]) -> list[str]:
         "vllm/entrypoints/openai/cli_args.py",
         "vllm/entrypoints/cli/serve.py",
         "vllm/entrypoints/common/cli_args.py",
+        "vllm/entrypoints/launchers/cli_args.py",
     }
     return [path for path in paths if path in wanted]
 

@@ -28,6 +28,7 @@ from tools.drafter.plan import TrainDrafterArgs
 from tools.processes import live_processes
 
 CheckName = Literal["specforge_environment", "deployment_mode", "mooncake", "capture_server"]
+REFUSED = "SpecForge training cannot start"  # how a refusal begins (the runbook recognises it)
 MOONCAKE_MASTER = "127.0.0.1:35551"
 MOONCAKE_METADATA = "http://127.0.0.1:35880/metadata"
 
@@ -48,7 +49,7 @@ class PrerequisiteReport(BaseModel):
         return [check for check in self.checks if not check.ok]
 
     def describe(self) -> str:
-        lines = [f"SpecForge {self.route} training cannot start; missing: "
+        lines = [f"{REFUSED} ({self.route}); missing: "
                  + "; ".join(f"{check.name}: {check.detail}" for check in self.missing)]
         if self.offline_route:
             lines.append("Offline route (hidden states from the target first, then training; no capture server "

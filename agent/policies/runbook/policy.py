@@ -22,6 +22,7 @@ from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
 from tools.bench.correctness import CorrectnessVerdict
 from tools.bench.tools import CheckCorrectnessOutput, RunBenchOutput
+from tools.drafter.prerequisites import REFUSED
 from tools.drafter.tools import DrafterOutput
 from tools.engines.launch import LaunchEngineOutput
 from tools.records import LIVE_STATES
@@ -67,6 +68,8 @@ class RunbookPolicy:
             and on_launch_refused(state, progress, result.error or "")
         ):
             return None
+        if not result.ok and observation.tool == "train_drafter" and REFUSED in (result.error or ""):
+            return self._training_prerequisites_missing(state, progress, result.error or "")
         if not result.ok or result.output is None:
             return self._on_error(state, progress, observation.tool, result.error or "no result")
         output = result.output
@@ -214,6 +217,18 @@ class RunbookPolicy:
             question_kind="training_setup",
             options=["retry after setting it up", "stop here"],
         )
+
+    def _training_prerequisites_missing(self, state: ProjectState, progress: RunbookProgress, error: str) -> Ask:
+        """SpecForge cannot train online here (train_drafter named what is missing and the offline route)."""
+        progress.blocked_on = "training_setup"
+        lines = [line for line in error.splitlines() if line.strip()]
+        state.add_finding("drafter training cannot start: SpecForge prerequisites are missing", evidence=lines[:4])
+        return Ask(question="The available drafter does not pay off, and SpecForge cannot train one online on this "
+                            "host (see the missing prerequisites). Provide them (a SpecForge environment, a "
+                            "capture-enabled target and Mooncake, or a managed_local section), take the offline "
+                            "route shown in the evidence, or keep the baseline?",
+                   evidence=lines[:6], hypothesis="online training needs services this host does not run",
+                   question_kind="training_setup", options=["retry after setting it up", "stop here"])
 
     def _on_error(self, state: ProjectState, progress: RunbookProgress, tool: str, error: str) -> Ask:
         progress.blocked_on = "tool_error"
