@@ -27,6 +27,9 @@ from support.reliability import EngineWatcher, heavy, kill_state_processes
 
 KILLS, GOAL = (300, "serve kimi with eagle3") if heavy() else (30, "serve kimi")
 STEP_BUDGET = 8
+# Budget questions take the extension; the eagle3 run's drafter-training question (SpecForge cannot train
+# online on this host) takes "keep the baseline", so the run still reaches done.
+ANSWER = f"extend {STEP_BUDGET}, else keep the baseline"
 
 
 @pytest.mark.timeout(4 * 3600 if heavy() else 600)
@@ -38,23 +41,10 @@ def test_sigkill_at_random_points_then_resume_loses_nothing_and_reaches_done(tmp
     while sum(chain.kills for chain in chains) < KILLS:
         state_dir, log_dir = tmp_path / f"run-{len(chains)}", tmp_path / f"logs-{len(chains)}"
         log_dir.mkdir()
-        chain = CrashChain(
-            state_dir=state_dir,
-            log_dir=log_dir,
-            rng=rng,
-            kills_wanted=KILLS - sum(done.kills for done in chains),
-            answer=f"extend {STEP_BUDGET}",
-            run_arguments=[
-                "--goal",
-                GOAL,
-                "--sim",
-                "kimi-sm120",
-                "--policy",
-                "runbook",
-                "--max-steps",
-                str(STEP_BUDGET),
-            ],
-        )
+        chain = CrashChain(state_dir=state_dir, log_dir=log_dir, rng=rng,
+                           kills_wanted=KILLS - sum(done.kills for done in chains), answer=ANSWER,
+                           run_arguments=["--goal", GOAL, "--sim", "kimi-sm120", "--policy", "runbook",
+                                          "--max-steps", str(STEP_BUDGET)])
         chains.append(chain)
         try:
             with EngineWatcher(state_dir) as watcher:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from support.cli import HttpReceiver, SmtpSink, journal_records, run_agent, start_agent, wait_for, write_script
-from support.reliability import engine_identities, heavy, kill_state_processes
+from support.reliability import engine_identities, kill_state_processes
 
 from agent.state import ProjectState
 from agent.store import StateStore
@@ -215,28 +215,3 @@ def test_notification_targets_killed_mid_way_are_recorded_and_do_not_stop_the_ru
     assert outcome[("done", "email", False)] == (False, 2, True)  # mail server stopped
     assert outcome[("done", "webhook", False)] == (True, 1, False)
     assert [request.json()["event"] for request in http_receiver.requests] == ["blocked", "done"]
-
-
-@pytest.mark.heavy
-@pytest.mark.skipif(not heavy(), reason="OPSLOOP_HEAVY=1: a full EAGLE-3 bring-up up to its training job")
-def test_the_runbook_escalates_when_its_drafter_job_is_killed(state_dir: Path) -> None:
-    agent = start_agent(
-        "run",
-        "--goal",
-        "serve the model with eagle3",
-        "--sim",
-        "vllm-eagle3",
-        "--policy",
-        "runbook",
-        "--state-dir",
-        state_dir,
-    )
-    assert wait_for(lambda: any(result["ok"] for result in _results(state_dir, "train_drafter")), timeout=300)
-    state = json.loads((state_dir / "latest.json").read_text())
-    job = next(record for record in state["processes"] if record["kind"] == "drafter_training")
-    os.killpg(job["pid"], signal.SIGKILL)
-    agent.communicate(timeout=300)
-    assert agent.returncode == 3
-    state = json.loads((state_dir / "latest.json").read_text())
-    [question] = [item for item in state["questions"] if item["answer"] is None]
-    assert question["kind"] == "tool_error" and "drafter training" in question["question"]
