@@ -131,7 +131,9 @@ def offline_commands(args: TrainDrafterArgs, train_data: str, output_dir: str) -
                "--max-length", str(args.max_length), "--tp-size", str(args.tp_size), "--batch-size", "1"]
     if args.chat_template:
         prepare += ["--chat-template", args.chat_template]
-    return [shlex.join(prepare), f"train_drafter with hidden_states_path={output_dir}/hidden-states, "
+    return [shlex.join(prepare) + "  (flags as in SpecForge's data-preparation docs; they differ between "
+            "checkout revisions, so check the script's --help)",
+            f"train_drafter with hidden_states_path={output_dir}/hidden-states, "
             "stages [train, export], deployment_mode local_colocated (stop the serving engine first: the "
             "preparation loads the target on the GPUs)"]
 
