@@ -36,12 +36,15 @@ PROBES: dict[str, tuple[str, ...]] = {
     ),
     "cuda_graph_begin": (
         "Capture cuda graph begin",
+        "cuda graph begin",
+        "} begin. This can take up to several minutes",  # 0.5.8: f"Capture {'cuda graph'} begin. ..."
         "CUDA graph begin",
         "Capturing cudagraphs",
         "Capturing CUDA graph shapes",
         "Capturing CUDA graphs",
     ),
-    "cuda_graph_end": ("Capture cuda graph end", "CUDA graph end", "Graph capturing finished"),
+    "cuda_graph_end": ("Capture cuda graph end", "cuda graph end", "} end. Time elapsed:", "CUDA graph end",
+                       "Graph capturing finished"),
 }
 
 
@@ -56,6 +59,9 @@ class LogFact:
 def _message(node: ast.Call) -> tuple[str, str] | None:
     """(template, level) of a logging call's message or of a progress bar's ``desc=``."""
     function = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if function == "log_info_on_rank0" and len(node.args) > 1:  # SGLang: log_info_on_rank0(logger, message)
+        template = string_template(node.args[1])
+        return (template, "info") if template is not None else None
     if function in LOG_CALLS and node.args:
         template = string_template(node.args[0])
         return (template, function) if template is not None else None

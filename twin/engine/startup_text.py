@@ -163,19 +163,32 @@ class SglangText(StartupText):
         self.log.info(line)
         self.log.info(f"Memory pool end. avail mem={_gb(self._after_kv()):.2f} GB")
 
+    def _graph_line(self, moment: str, labels: dict[str, object], fallback: str, draft: bool) -> str:
+        """The release's main-model graph line (0.5.14+: ``Capture decode CUDA graph ...``), else ``fallback``."""
+        if draft:
+            return fallback
+        milestone = f"cuda_graph_{moment}"
+        for containing, name in ((f"CUDA graph {moment}. ", "decode"), (f"Capture {{}} {moment}. ", "cuda graph")):
+            template = template_for(self.launch.engine, self.release, milestone, containing)
+            if template:
+                return fill_labeled(template, {"Capture": name, **labels})
+        return fallback
+
     def graph_begin(self, draft: bool = False) -> None:
         name = "draft cuda graph" if draft else "cuda graph"
-        self.log.info(
-            f"Capture {name} begin. This can take up to several minutes. avail mem={_gb(self._after_kv()):.2f} GB"
-        )
+        avail = f"{_gb(self._after_kv()):.2f}"
+        fallback = f"Capture {name} begin. This can take up to several minutes. avail mem={avail} GB"
+        labels = {"backend": "full", "num_tokens": self.launch.cuda_graph_max_bs, "avail mem": avail}
+        self.log.info(self._graph_line("begin", labels, fallback, draft))
 
     def graph_end(self, seconds: float, draft: bool = False) -> None:
         name = "draft cuda graph" if draft else "cuda graph"
         graph = self.plan.memory.graph_mib
-        self.log.info(
-            f"Capture {name} end. Time elapsed: {seconds:.2f} s. mem usage={_gb(graph):.2f} GB. "
-            f"avail mem={_gb(self._after_kv() - graph):.2f} GB."
-        )
+        usage, avail = f"{_gb(graph):.2f}", f"{_gb(self._after_kv() - graph):.2f}"
+        fallback = (f"Capture {name} end. Time elapsed: {seconds:.2f} s. mem usage={usage} GB. "
+                    f"avail mem={avail} GB.")
+        labels = {"Time elapsed": f"{seconds:.2f}", "elapsed": f"{seconds:.2f}", "mem usage": usage, "avail mem": avail}
+        self.log.info(self._graph_line("end", labels, fallback, draft))
 
     def summary(self) -> None:
         launch = self.launch
