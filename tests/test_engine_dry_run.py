@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ops_helpers import make_context
+from support.tool_context import make_context
 
 from engine_facts.accepted_flags import from_release_data
 from engine_facts.versions import parse_release

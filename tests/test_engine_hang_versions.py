@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ops_helpers import make_context
-from sim_helpers import free_port, write_scenario
+from support.sim import free_port, write_scenario
+from support.tool_context import make_context
 
 from tools.base import ToolRegistry
 from tools.engines.control import StopEngineTool

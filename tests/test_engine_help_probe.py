@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ops_helpers import make_context
-from sim_helpers import write_scenario
+from support.sim import write_scenario
+from support.tool_context import make_context
 
 from engine_facts.accepted_flags import from_help_text
 from tools.base import ToolContext, ToolRegistry

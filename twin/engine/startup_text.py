@@ -163,7 +163,7 @@ class SglangText(StartupText):
         self.log.info(line)
         self.log.info(f"Memory pool end. avail mem={_gb(self._after_kv()):.2f} GB")
 
-    def _graph_line(self, moment: str, labels: dict[str, object], fallback: str, draft: bool) -> str:
+    def _graph_line(self, moment: str, labels: Mapping[str, object], fallback: str, draft: bool) -> str:
         """The release's main-model graph line (0.5.14+: ``Capture decode CUDA graph ...``), else ``fallback``."""
         if draft:
             return fallback
