@@ -168,7 +168,8 @@ class SglangText(StartupText):
         if draft:
             return fallback
         milestone = f"cuda_graph_{moment}"
-        for containing, name in ((f"CUDA graph {moment}. ", "decode"), (f"Capture {{}} {moment}. ", "cuda graph")):
+        for containing, name in ((f"Capture {{}} CUDA graph {moment}. ", "decode"),
+                                 (f"Capture {{}} {moment}. ", "cuda graph")):
             template = template_for(self.launch.engine, self.release, milestone, containing)
             if template:
                 return fill_labeled(template, {"Capture": name, **labels})
