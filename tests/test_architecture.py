@@ -94,29 +94,32 @@ def violations(rule: str) -> list[str]:
         broken = {
             "tools never import agent": top(source) == "tools" and top(target) == "agent",
             "twin imports neither agent nor tools": top(source) == "twin" and top(target) in ("agent", "tools"),
-            "only the simulated host, tests and benchmarks import twin":
-                top(target) == "twin" and top(source) not in ("twin", "tests", "benchmarks")
-                and not source.startswith("tools.hosts.sim"),
-            "nothing shipped imports tests or benchmarks":
-                top(source) in ("agent", "tools", "twin", "prompts", "engine_facts")
-                and top(target) in ("tests", "benchmarks"),
+            "only the simulated host, tests and benchmarks import twin": top(target) == "twin"
+            and top(source) not in ("twin", "tests", "benchmarks")
+            and not source.startswith("tools.hosts.sim"),
+            "nothing shipped imports tests or benchmarks": top(source)
+            in ("agent", "tools", "twin", "prompts", "engine_facts")
+            and top(target) in ("tests", "benchmarks"),
             "benchmarks never import tests": top(source) == "benchmarks" and top(target) == "tests",
-            "engine_facts imports none of agent, tools, twin":
-                top(source) == "engine_facts" and top(target) in ("agent", "tools", "twin"),
+            "engine_facts imports none of agent, tools, twin": top(source) == "engine_facts"
+            and top(target) in ("agent", "tools", "twin"),
         }[rule]
         if broken:
             wrong.append(f"{source} (line {item.line}) imports {target}")
     return wrong
 
 
-@pytest.mark.parametrize("rule", [
-    "tools never import agent",
-    "twin imports neither agent nor tools",
-    "only the simulated host, tests and benchmarks import twin",
-    "nothing shipped imports tests or benchmarks",
-    "benchmarks never import tests",
-    "engine_facts imports none of agent, tools, twin",
-])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "tools never import agent",
+        "twin imports neither agent nor tools",
+        "only the simulated host, tests and benchmarks import twin",
+        "nothing shipped imports tests or benchmarks",
+        "benchmarks never import tests",
+        "engine_facts imports none of agent, tools, twin",
+    ],
+)
 def test_imports_run_in_the_allowed_directions(rule: str) -> None:
     assert violations(rule) == []
 

@@ -38,8 +38,9 @@ def setup(tmp_path: Path) -> dict[str, str]:
     (engine_bin / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     site = tmp_path / "specforge-env" / "site"
     (site / "specforge-0.2.0.dist-info").mkdir(parents=True)
-    (site / "specforge-0.2.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: specforge\n"
-                                                                 "Version: 0.2.0\n")
+    (site / "specforge-0.2.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: specforge\nVersion: 0.2.0\n"
+    )
     bin_dir = tmp_path / "specforge-env" / "bin"
     bin_dir.mkdir(parents=True)
     (bin_dir / "python").write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
@@ -55,11 +56,28 @@ def setup(tmp_path: Path) -> dict[str, str]:
     draft = tmp_path / "draft.json"
     draft.write_text(json.dumps({"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1}))
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"id": str(index), "conversations": [
-        {"role": "user", "content": f"question {index}"}, {"role": "assistant", "content": "old answer"}]}) + "\n"
-        for index in range(5)))
-    return {"python": str(engine_bin / "python"), "specforge_python": str(bin_dir / "python"),
-            "specforge_dir": str(checkout), "draft_model_config": str(draft), "input_data_path": str(prompts)}
+    prompts.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": str(index),
+                    "conversations": [
+                        {"role": "user", "content": f"question {index}"},
+                        {"role": "assistant", "content": "old answer"},
+                    ],
+                }
+            )
+            + "\n"
+            for index in range(5)
+        )
+    )
+    return {
+        "python": str(engine_bin / "python"),
+        "specforge_python": str(bin_dir / "python"),
+        "specforge_dir": str(checkout),
+        "draft_model_config": str(draft),
+        "input_data_path": str(prompts),
+    }
 
 
 def make(tmp_path: Path, setup: dict[str, str]) -> ToolContext:
@@ -73,23 +91,49 @@ def call(context: ToolContext, name: str, arguments: dict[str, object]) -> ToolR
 
 
 def pipeline_args(setup: dict[str, str], **extra: object) -> dict[str, object]:
-    return {"name": "d1", "target_model_path": "fake-model", "draft_model_config": setup["draft_model_config"],
-            "specforge_dir": setup["specforge_dir"], "input_data_path": setup["input_data_path"],
-            "specforge_python": setup["specforge_python"], "extra_config": MANAGED_LOCAL, "max_steps": 40,
-            "log_interval": 10, "learning_rate": 5e-5, "poll_seconds": 0.1, **extra}
+    return {
+        "name": "d1",
+        "target_model_path": "fake-model",
+        "draft_model_config": setup["draft_model_config"],
+        "specforge_dir": setup["specforge_dir"],
+        "input_data_path": setup["input_data_path"],
+        "specforge_python": setup["specforge_python"],
+        "extra_config": MANAGED_LOCAL,
+        "max_steps": 40,
+        "log_interval": 10,
+        "learning_rate": 5e-5,
+        "poll_seconds": 0.1,
+        **extra,
+    }
 
 
 def test_full_pipeline_regenerates_trains_and_exports(tmp_path: Path, setup: dict[str, str]) -> None:
     context = make(tmp_path, setup)
     with fake_server() as url, listening() as master, listening() as metadata:
         port = int(url.rsplit(":", 1)[1])
-        context.state.processes.append(ProcessRecord(
-            name="engine", pid=1, create_time=0.0, log_path="x", port=port, kind="engine", state="ready",
-            argv=["python", "-m", "sglang.launch_server", "--enable-spec-capture", "--chunked-prefill-size", "-1"]))
-        services = {"deployment": {"disaggregated": {"mooncake_master_server_addr": master,
-                                                     "mooncake_metadata_server": f"http://{metadata}/metadata"}}}
-        result = call(context, "train_drafter", pipeline_args(setup, wait=True, wait_timeout_seconds=60,
-                                                              extra_config=services))
+        context.state.processes.append(
+            ProcessRecord(
+                name="engine",
+                pid=1,
+                create_time=0.0,
+                log_path="x",
+                port=port,
+                kind="engine",
+                state="ready",
+                argv=["python", "-m", "sglang.launch_server", "--enable-spec-capture", "--chunked-prefill-size", "-1"],
+            )
+        )
+        services = {
+            "deployment": {
+                "disaggregated": {
+                    "mooncake_master_server_addr": master,
+                    "mooncake_metadata_server": f"http://{metadata}/metadata",
+                }
+            }
+        }
+        result = call(
+            context, "train_drafter", pipeline_args(setup, wait=True, wait_timeout_seconds=60, extra_config=services)
+        )
     assert result.ok, result.error
     output = result.output
     assert output is not None and output["state"] == "done", output
@@ -210,8 +254,14 @@ def listening() -> Iterator[str]:
 def test_missing_prerequisites_are_named_with_the_offline_route(tmp_path: Path, setup: dict[str, str]) -> None:
     train_data = tmp_path / "data.jsonl"
     train_data.write_text('{"conversations": []}\n')
-    arguments = pipeline_args(setup, stages=["train"], train_data_path=str(train_data), extra_config={},
-                              specforge_python=None, deployment_mode="local_colocated")
+    arguments = pipeline_args(
+        setup,
+        stages=["train"],
+        train_data_path=str(train_data),
+        extra_config={},
+        specforge_python=None,
+        deployment_mode="local_colocated",
+    )
     result = call(make(tmp_path, setup), "train_drafter", arguments)
     assert not result.ok
     error = result.error or ""
@@ -225,8 +275,11 @@ def test_offline_route_needs_no_services(tmp_path: Path, setup: dict[str, str]) 
     features = tmp_path / "hidden-states"
     features.mkdir()
     context = make(tmp_path, setup)
-    result = call(context, "train_drafter", pipeline_args(setup, stages=["train"], extra_config={},
-                                                          hidden_states_path=str(features), wait=True))
+    result = call(
+        context,
+        "train_drafter",
+        pipeline_args(setup, stages=["train"], extra_config={}, hidden_states_path=str(features), wait=True),
+    )
     assert result.ok, result.error
     config = parse_yaml(Path(result.output["config_path"]).read_text())  # type: ignore[index]
     assert config["data"]["hidden_states_path"] == str(features) and "train_data_path" not in config["data"]
@@ -270,11 +323,24 @@ def test_the_simulated_host_runs_the_same_pipeline_with_its_specforge_stand_in(t
     context = make_context(tmp_path, host=host)
     data = tmp_path / "sharegpt.jsonl"
     write_jsonl(data, generic_records(8))
-    result = call(context, "train_drafter", {
-        "name": "sim-drafter", "target_model_path": host.scenario.model.name, "stages": ["train", "export"],
-        "specforge_python": "/opt/specforge-env/bin/python", "extra_config": MANAGED_LOCAL,
-        "train_data_path": str(data), "draft_model_config": str(host.layout.draft_config(host.scenario)),
-        "max_steps": 30, "log_interval": 10, "wait": True, "poll_seconds": 0.1, "wait_timeout_seconds": 60})
+    result = call(
+        context,
+        "train_drafter",
+        {
+            "name": "sim-drafter",
+            "target_model_path": host.scenario.model.name,
+            "stages": ["train", "export"],
+            "specforge_python": "/opt/specforge-env/bin/python",
+            "extra_config": MANAGED_LOCAL,
+            "train_data_path": str(data),
+            "draft_model_config": str(host.layout.draft_config(host.scenario)),
+            "max_steps": 30,
+            "log_interval": 10,
+            "wait": True,
+            "poll_seconds": 0.1,
+            "wait_timeout_seconds": 60,
+        },
+    )
     assert result.ok and result.output is not None, result.error
     assert result.output["state"] == "done", result.output["progress"]
     assert result.output["progress"]["step"] == 30 and result.output["progress"]["loss"] is not None

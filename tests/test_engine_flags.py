@@ -108,8 +108,12 @@ def test_attention_backend_checked_against_the_release() -> None:
         build_command(config(attention_backend="dsa"), PYTHON, "0.5.8")
     with pytest.raises(FlagError, match="cutlass_mla"):
         build_command(config(attention_backend="cutlass_mla"), PYTHON, "0.5.23")
-    assert value_after(build_command(config(attention_backend="cutlass_mla"), PYTHON, "0.5.19").argv,
-                       "--attention-backend") == "cutlass_mla"
+    assert (
+        value_after(
+            build_command(config(attention_backend="cutlass_mla"), PYTHON, "0.5.19").argv, "--attention-backend"
+        )
+        == "cutlass_mla"
+    )
     triton = build_command(config(attention_backend="triton"), PYTHON, "0.5.8")
     assert value_after(triton.argv, "--attention-backend") == "triton"
 
@@ -160,8 +164,13 @@ def test_vllm_0_33_serve_command() -> None:
 
 
 def test_vllm_older_releases() -> None:
-    vllm = EngineLaunchConfig(engine="vllm", model_path="/m", attention_backend="flashinfer", cuda_graph_max_bs=16,
-                              speculative={"draft_model_path": "/d", "num_steps": 2, "algorithm": "EAGLE"})
+    vllm = EngineLaunchConfig(
+        engine="vllm",
+        model_path="/m",
+        attention_backend="flashinfer",
+        cuda_graph_max_bs=16,
+        speculative={"draft_model_path": "/d", "num_steps": 2, "algorithm": "EAGLE"},
+    )
     mid = build_command(vllm, PYTHON, "0.8.5")
     assert mid.env["VLLM_ATTENTION_BACKEND"] == "FLASHINFER" and "--attention-backend" not in mid.argv
     assert json.loads(value_after(mid.argv, "--compilation-config")) == {"cudagraph_capture_sizes": [1, 2, 4, 8, 16]}

@@ -41,10 +41,23 @@ def test_sigkill_at_random_points_then_resume_loses_nothing_and_reaches_done(tmp
     while sum(chain.kills for chain in chains) < KILLS:
         state_dir, log_dir = tmp_path / f"run-{len(chains)}", tmp_path / f"logs-{len(chains)}"
         log_dir.mkdir()
-        chain = CrashChain(state_dir=state_dir, log_dir=log_dir, rng=rng,
-                           kills_wanted=KILLS - sum(done.kills for done in chains), answer=ANSWER,
-                           run_arguments=["--goal", GOAL, "--sim", "kimi-sm120", "--policy", "runbook",
-                                          "--max-steps", str(STEP_BUDGET)])
+        chain = CrashChain(
+            state_dir=state_dir,
+            log_dir=log_dir,
+            rng=rng,
+            kills_wanted=KILLS - sum(done.kills for done in chains),
+            answer=ANSWER,
+            run_arguments=[
+                "--goal",
+                GOAL,
+                "--sim",
+                "kimi-sm120",
+                "--policy",
+                "runbook",
+                "--max-steps",
+                str(STEP_BUDGET),
+            ],
+        )
         chains.append(chain)
         try:
             with EngineWatcher(state_dir) as watcher:

@@ -140,11 +140,17 @@ def bases(base: Path, model_path: str) -> dict[str, dict[str, Any]]:
         },
         "check_correctness": {"base_url": "http://127.0.0.1:9", "model": "m"},
         "shell": {"command": "echo fuzz", "timeout_seconds": 5},
-        "train_drafter": {"target_model_path": model_path, "stages": ["train"], "wait": False,
-                          "train_data_path": str(base / "train.jsonl"), "output_dir": str(base / "drafter"),
-                          "specforge_python": "/opt/specforge-env/bin/python",  # SpecForge's own environment
-                          "extra_config": {"deployment": {"disaggregated": {
-                              "managed_local": {"trainer_cuda_visible_devices": ["0"]}}}}},
+        "train_drafter": {
+            "target_model_path": model_path,
+            "stages": ["train"],
+            "wait": False,
+            "train_data_path": str(base / "train.jsonl"),
+            "output_dir": str(base / "drafter"),
+            "specforge_python": "/opt/specforge-env/bin/python",  # SpecForge's own environment
+            "extra_config": {
+                "deployment": {"disaggregated": {"managed_local": {"trainer_cuda_visible_devices": ["0"]}}}
+            },
+        },
         "drafter_status": {},
     }
 

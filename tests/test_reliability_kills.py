@@ -124,12 +124,24 @@ def test_a_drafter_job_killed_mid_training_is_reported_failed(tmp_path: Path) ->
         )
         assert launched.ok and launched.output is not None
         assert launched.output["readiness"]["outcome"] == "ready", launched.output["readiness"]
-        started = REGISTRY.execute("train_drafter", {
-            "name": "drafter-1", "target_model_path": target.path, "target_server": "127.0.0.1:39181",
-            "served_model_name": target.name, "num_samples": 48, "num_epochs": 2, "wait": False,
-            "specforge_dir": environment.specforge_dir, "draft_model_config": environment.specforge_draft_configs[0],
-            "input_data_path": environment.specforge_datasets[0], "specforge_python": "/opt/specforge-env/bin/python",
-            "extra_config": MANAGED_LOCAL}, context)
+        started = REGISTRY.execute(
+            "train_drafter",
+            {
+                "name": "drafter-1",
+                "target_model_path": target.path,
+                "target_server": "127.0.0.1:39181",
+                "served_model_name": target.name,
+                "num_samples": 48,
+                "num_epochs": 2,
+                "wait": False,
+                "specforge_dir": environment.specforge_dir,
+                "draft_model_config": environment.specforge_draft_configs[0],
+                "input_data_path": environment.specforge_datasets[0],
+                "specforge_python": "/opt/specforge-env/bin/python",
+                "extra_config": MANAGED_LOCAL,
+            },
+            context,
+        )
         assert started.ok, started.error
         job = next(record for record in state.processes if record.kind == "drafter_training")
 

@@ -42,9 +42,11 @@ deployment:
 
 
 def test_run_config_subset_of_yaml_and_schema_errors() -> None:
-    config = parse_yaml("run_id: r  # trailing comment\noutput_dir: '/tmp/out'\nmodel:\n  target_model_path: m\n"
-                        "data:\n  train_data_path: d.jsonl\ntraining:\n  max_steps: 10\n  attention_backend: sdpa\n"
-                        "deployment:\n  mode: disaggregated\n  server_urls: [a, b]\n  ranks:\n    - 0\n    - 1\n")
+    config = parse_yaml(
+        "run_id: r  # trailing comment\noutput_dir: '/tmp/out'\nmodel:\n  target_model_path: m\n"
+        "data:\n  train_data_path: d.jsonl\ntraining:\n  max_steps: 10\n  attention_backend: sdpa\n"
+        "deployment:\n  mode: disaggregated\n  server_urls: [a, b]\n  ranks:\n    - 0\n    - 1\n"
+    )
     assert config["training"] == {"max_steps": 10, "attention_backend": "sdpa"}
     assert config["deployment"] == {"mode": "disaggregated", "server_urls": ["a", "b"], "ranks": [0, 1]}
     check_schema(config)
@@ -58,8 +60,15 @@ def test_run_config_subset_of_yaml_and_schema_errors() -> None:
     with pytest.raises(ConfigError, match=r"online training requires deployment\.mode=disaggregated"):
         check_schema({**config, "deployment": {"mode": "local_colocated"}})
     with pytest.raises(ConfigError, match="managed_local derives"):
-        check_schema({**config, "deployment": {"mode": "disaggregated", "disaggregated": {
-            "managed_local": {}, "server_urls": ["http://a:1"]}}})
+        check_schema(
+            {
+                **config,
+                "deployment": {
+                    "mode": "disaggregated",
+                    "disaggregated": {"managed_local": {}, "server_urls": ["http://a:1"]},
+                },
+            }
+        )
 
 
 def _step_lines(text: str) -> list[dict[str, float]]:
@@ -224,17 +233,30 @@ def test_training_on_generic_data_gives_a_weaker_drafter(tmp_path: Path) -> None
 def test_online_training_prints_no_eval_metrics_and_needs_its_services(tmp_path: Path) -> None:
     host = SimHost.from_scenario(str(write_scenario(tmp_path)), tmp_path / "state")
     data = tmp_path / "data"
-    assert host.run(["python3", "prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)],
-                    timeout=60).exit_code == 0
+    assert (
+        host.run(
+            ["python3", "prepare_data.py", "--dataset", "sharegpt", "--output-path", str(data)], timeout=60
+        ).exit_code
+        == 0
+    )
     run_yaml = tmp_path / "run.yaml"
-    run_yaml.write_text(RUN_YAML.format(output=tmp_path / "ckpt", target="test-org/Test-30B",
-                                        data=data / "sharegpt_train.jsonl", draft_config="unused.json"))
-    trained = host.run(["specforge", "train", "-c", str(run_yaml), "training.max_steps=60",
-                        "training.eval_interval=30"], timeout=60)
+    run_yaml.write_text(
+        RUN_YAML.format(
+            output=tmp_path / "ckpt",
+            target="test-org/Test-30B",
+            data=data / "sharegpt_train.jsonl",
+            draft_config="unused.json",
+        )
+    )
+    trained = host.run(
+        ["specforge", "train", "-c", str(run_yaml), "training.max_steps=60", "training.eval_interval=30"], timeout=60
+    )
     assert trained.exit_code == 0, trained.stderr
     assert "step 60:" in trained.stdout and "simulated_acc_len" not in trained.stdout  # evaluation is offline-only
-    without = run_yaml.read_text().replace("    managed_local:\n      trainer_cuda_visible_devices: [0, 1]\n",
-                                           "    mooncake_master_server_addr: 127.0.0.1:1\n")
+    without = run_yaml.read_text().replace(
+        "    managed_local:\n      trainer_cuda_visible_devices: [0, 1]\n",
+        "    mooncake_master_server_addr: 127.0.0.1:1\n",
+    )
     run_yaml.write_text(without)
     refused = host.run(["specforge", "train", "-c", str(run_yaml)], timeout=60)
     assert refused.exit_code == 1 and "cannot reach the Mooncake master" in refused.stderr

@@ -8,7 +8,8 @@ from twin.engine.flags import help_text, parse_flags, pretended_flags
 
 
 def test_the_old_graph_cap_is_accepted_through_0_5_19_and_rejected_from_0_5_20(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     argv = ["--model-path", "/m", "--cuda-graph-max-bs", "64"]
     assert parse_flags("sglang", argv, "0.5.19").values["--cuda-graph-max-bs"] == 64
     with pytest.raises(SystemExit) as rejected:

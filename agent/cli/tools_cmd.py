@@ -104,8 +104,10 @@ def run_tool(
 def describe_dry_run(output: dict[str, Any]) -> str:
     """A launch_engine dry run for people: environment and command as a shell line, then the reasons."""
     environment = " ".join(f"{name}={shlex.quote(value)}" for name, value in sorted(output["env"].items()))
-    lines = [f"# {output.get('flags_from') or 'flags'}; entry point: {output.get('entry_point')}",
-             " ".join(filter(None, [environment, shlex.join(output["argv"])]))]
+    lines = [
+        f"# {output.get('flags_from') or 'flags'}; entry point: {output.get('entry_point')}",
+        " ".join(filter(None, [environment, shlex.join(output["argv"])])),
+    ]
     lines += [f"# {choice['feature']}: {choice['decision']} ({choice['reason']})" for choice in output["choices"]]
     lines += [f"# note: {note}" for note in output.get("notes", [])]
     return "\n".join(lines)

@@ -43,8 +43,13 @@ PROBES: dict[str, tuple[str, ...]] = {
         "Capturing CUDA graph shapes",
         "Capturing CUDA graphs",
     ),
-    "cuda_graph_end": ("Capture cuda graph end", "cuda graph end", "} end. Time elapsed:", "CUDA graph end",
-                       "Graph capturing finished"),
+    "cuda_graph_end": (
+        "Capture cuda graph end",
+        "cuda graph end",
+        "} end. Time elapsed:",
+        "CUDA graph end",
+        "Graph capturing finished",
+    ),
 }
 
 

@@ -39,11 +39,15 @@ class TrainDrafterArgs(ToolArgs):
     )
     input_data_path: str | None = Field(default=None, description="Conversations JSONL to regenerate")
     train_data_path: str | None = Field(default=None, description="Training data when not regenerating")
-    hidden_states_path: str | None = Field(default=None, description="Offline route: hidden states generated "
-                                           "from the target (scripts/prepare_hidden_states.py); no capture "
-                                           "server or Mooncake needed")
-    target_server: str | None = Field(default=None, description="host:port of the running target; "
-                                      "default: the live engine")
+    hidden_states_path: str | None = Field(
+        default=None,
+        description="Offline route: hidden states generated "
+        "from the target (scripts/prepare_hidden_states.py); no capture "
+        "server or Mooncake needed",
+    )
+    target_server: str | None = Field(
+        default=None, description="host:port of the running target; default: the live engine"
+    )
     served_model_name: str | None = Field(default=None, description="Model name the server answers to")
     regenerate_concurrency: int = Field(default=64, ge=1)
     regenerate_max_tokens: int = Field(default=4096, ge=1)
@@ -76,10 +80,15 @@ class TrainDrafterArgs(ToolArgs):
             raise ValueError(f"stages must be a non-empty, ordered subset of {STAGE_ORDER}")
         if "regenerate" in self.stages and not (self.specforge_dir and self.input_data_path):
             raise ValueError("the regenerate stage needs specforge_dir and input_data_path")
-        if ("train" in self.stages and "regenerate" not in self.stages and not self.train_data_path
-                and not self.hidden_states_path):
-            raise ValueError("the train stage needs train_data_path or hidden_states_path (or the regenerate "
-                             "stage before it)")
+        if (
+            "train" in self.stages
+            and "regenerate" not in self.stages
+            and not self.train_data_path
+            and not self.hidden_states_path
+        ):
+            raise ValueError(
+                "the train stage needs train_data_path or hidden_states_path (or the regenerate stage before it)"
+            )
         if "export" in self.stages and not self.draft_model_config:
             raise ValueError("the export stage needs draft_model_config (specforge export --draft-config)")
         return self
@@ -146,8 +155,9 @@ def run_config(
         model["draft_model_config"] = args.draft_model_config
     if args.vocab_mapping_path:
         model["vocab_mapping_path"] = args.vocab_mapping_path
-    source = {"hidden_states_path": args.hidden_states_path} if args.hidden_states_path else {
-        "train_data_path": train_data}
+    source = (
+        {"hidden_states_path": args.hidden_states_path} if args.hidden_states_path else {"train_data_path": train_data}
+    )
     data: dict[str, Any] = {**source, "max_length": args.max_length}
     if args.chat_template:
         data["chat_template"] = args.chat_template
@@ -168,14 +178,28 @@ def run_config(
     extra_deployment = args.extra_config.get("deployment") or {}
     managed = isinstance(extra_deployment, dict) and (extra_deployment.get("disaggregated") or {}).get("managed_local")
     if mode == "disaggregated":
-        deployment["disaggregated"] = {"control_dir": str(output_dir / "control"),
-                                       "consumer_state_dir": str(output_dir / "consumer-state"), "backend": "mooncake"}
+        deployment["disaggregated"] = {
+            "control_dir": str(output_dir / "control"),
+            "consumer_state_dir": str(output_dir / "consumer-state"),
+            "backend": "mooncake",
+        }
         if not managed:  # managed_local derives the capture URLs and Mooncake endpoints itself
-            deployment["disaggregated"].update({
-                "server_urls": capture_urls, "mooncake_metadata_server": "http://127.0.0.1:35880/metadata",
-                "mooncake_master_server_addr": "127.0.0.1:35551", "mooncake_protocol": "tcp"})
-    config = {"model": model, "data": data, "training": training, "run_id": run_id,
-              "output_dir": str(output_dir), "deployment": deployment}
+            deployment["disaggregated"].update(
+                {
+                    "server_urls": capture_urls,
+                    "mooncake_metadata_server": "http://127.0.0.1:35880/metadata",
+                    "mooncake_master_server_addr": "127.0.0.1:35551",
+                    "mooncake_protocol": "tcp",
+                }
+            )
+    config = {
+        "model": model,
+        "data": data,
+        "training": training,
+        "run_id": run_id,
+        "output_dir": str(output_dir),
+        "deployment": deployment,
+    }
     return merge(config, args.extra_config)
 
 

@@ -63,8 +63,10 @@ def build_plan(args: TrainDrafterArgs, context: ToolContext) -> DrafterPlan:
         report = check_prerequisites(args, context, target, train_data, str(output_dir))
         if report.missing:
             raise ToolError(report.describe())
-        context.progress(f"SpecForge {report.route} prerequisites: " + "; ".join(
-            f"{check.name}: {check.detail}" for check in report.checks))
+        context.progress(
+            f"SpecForge {report.route} prerequisites: "
+            + "; ".join(f"{check.name}: {check.detail}" for check in report.checks)
+        )
     config = run_config(args, run_id=run_id, output_dir=output_dir, train_data=train_data, capture_urls=capture_urls)
     config_path.write_text(to_yaml(config), encoding="utf-8")
     python = args.specforge_python or context.settings.engine_python
@@ -150,13 +152,15 @@ def _output(record: ProcessRecord, progress: DrafterProgress) -> DrafterOutput:
 
 class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
     name = "train_drafter"
-    description = ("Train an EAGLE-3 drafter with SpecForge as a background pipeline: regenerate the training "
-                   "data with the running target server, `specforge train` from a generated run config, then "
-                   "`specforge export --to sglang`. Before training it checks SpecForge's prerequisites (its own "
-                   "environment via specforge_python; for online training a capture-enabled SGLang and Mooncake "
-                   "services or a managed_local section, deployment_mode disaggregated) and refuses with what is "
-                   "missing and the offline route (hidden_states_path). Returns at once (use drafter_status) unless "
-                   "wait=true; the exported directory is what --speculative-draft-model-path takes.")
+    description = (
+        "Train an EAGLE-3 drafter with SpecForge as a background pipeline: regenerate the training "
+        "data with the running target server, `specforge train` from a generated run config, then "
+        "`specforge export --to sglang`. Before training it checks SpecForge's prerequisites (its own "
+        "environment via specforge_python; for online training a capture-enabled SGLang and Mooncake "
+        "services or a managed_local section, deployment_mode disaggregated) and refuses with what is "
+        "missing and the offline route (hidden_states_path). Returns at once (use drafter_status) unless "
+        "wait=true; the exported directory is what --speculative-draft-model-path takes."
+    )
     args_model = TrainDrafterArgs
     output_model = DrafterOutput
 

@@ -57,10 +57,14 @@ class EngineLaunchConfig(_Strict):
     mem_fraction: float | None = Field(None, gt=0.0, le=1.0)
     context_length: int | None = Field(None, ge=1)
     max_running_requests: int | None = Field(None, ge=1)
-    attention_backend: str | None = Field(None, description="SGLang name (triton, flashinfer, fa3, ...) or a "
-                                          "vLLM backend name; vLLM gets the MLA variant for MLA models.")
-    model_attention: Literal["mla", "mha"] | None = Field(None, description="Attention of the model; default: "
-                                                          "from its config.json (kv_lora_rank means MLA).")
+    attention_backend: str | None = Field(
+        None,
+        description="SGLang name (triton, flashinfer, fa3, ...) or a "
+        "vLLM backend name; vLLM gets the MLA variant for MLA models.",
+    )
+    model_attention: Literal["mla", "mha"] | None = Field(
+        None, description="Attention of the model; default: from its config.json (kv_lora_rank means MLA)."
+    )
     disable_cuda_graph: bool = False
     cuda_graph_max_bs: int | None = Field(None, ge=1)
     kv_cache_dtype: str | None = None

@@ -42,10 +42,16 @@ class LaunchEngineArgs(ToolArgs):
     )
     poll_seconds: float = Field(2.0, ge=0.05, le=60)
     health_every_seconds: float = Field(10.0, ge=0.1, le=300)
-    dry_run: bool = Field(False, description="Only build the command (argv, environment, entry point, and the "
-                          "reason for each version-dependent choice); start nothing.")
-    compute_capability: str | None = Field(None, pattern=r"^\d+\.\d+$", description="GPU compute capability "
-                                           "(e.g. 12.0); default: from the last probe_system.")
+    dry_run: bool = Field(
+        False,
+        description="Only build the command (argv, environment, entry point, and the "
+        "reason for each version-dependent choice); start nothing.",
+    )
+    compute_capability: str | None = Field(
+        None,
+        pattern=r"^\d+\.\d+$",
+        description="GPU compute capability (e.g. 12.0); default: from the last probe_system.",
+    )
 
 
 class LaunchEngineOutput(ToolOutput):
@@ -114,7 +120,8 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
         "engine's --help for unknown or development builds); a feature the release lacks is refused with the "
         "reason. Waits until /health answers, reporting loading progress; returns early with a log diagnosis "
         "if the engine dies or hangs. dry_run: only return the argv, environment and entry point, with the "
-        "reason for each version-dependent choice.")
+        "reason for each version-dependent choice."
+    )
     args_model = LaunchEngineArgs
     output_model = LaunchEngineOutput
 
@@ -129,16 +136,32 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
         version = _engine_version(args, context)
         command = plan_command(args, context, version)
         if args.dry_run:
-            return LaunchEngineOutput(name=args.name, dry_run=True, base_url=base_url(config), argv=command.argv,
-                                      env=command.env, entry_point=command.entry_point, engine_version=version,
-                                      flags_from=command.flags_from, choices=command.choices, notes=command.notes,
-                                      readiness=ReadinessReport(outcome="dry_run"))
-        recorded: dict[str, Any] = {**config.model_dump(mode="json"), "engine_version": version,
-                                    "notes": command.notes}
-        record = start_process(context, name=args.name, argv=command.argv, env=command.env, kind="engine",
-                               port=config.effective_port, config=recorded)
-        context.progress(f"{args.name}: started {config.engine} {version or ''} (pid {record.pid}); "
-                         f"log {record.log_path}")
+            return LaunchEngineOutput(
+                name=args.name,
+                dry_run=True,
+                base_url=base_url(config),
+                argv=command.argv,
+                env=command.env,
+                entry_point=command.entry_point,
+                engine_version=version,
+                flags_from=command.flags_from,
+                choices=command.choices,
+                notes=command.notes,
+                readiness=ReadinessReport(outcome="dry_run"),
+            )
+        recorded: dict[str, Any] = {**config.model_dump(mode="json"), "engine_version": version, "notes": command.notes}
+        record = start_process(
+            context,
+            name=args.name,
+            argv=command.argv,
+            env=command.env,
+            kind="engine",
+            port=config.effective_port,
+            config=recorded,
+        )
+        context.progress(
+            f"{args.name}: started {config.engine} {version or ''} (pid {record.pid}); log {record.log_path}"
+        )
         if not args.wait:
             readiness = ReadinessReport(outcome="not_waited")
         elif config.node_rank > 0:
@@ -152,11 +175,20 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
             )
             readiness = wait_for_ready(record, config, context, settings)
         _record_finding(args.name, config, readiness, context)
-        return LaunchEngineOutput(name=args.name, pid=record.pid, log_path=record.log_path,
-                                  base_url=base_url(config), argv=record.argv, env=record.env,
-                                  entry_point=command.entry_point, engine_version=version,
-                                  flags_from=command.flags_from, choices=command.choices, notes=command.notes,
-                                  readiness=readiness)
+        return LaunchEngineOutput(
+            name=args.name,
+            pid=record.pid,
+            log_path=record.log_path,
+            base_url=base_url(config),
+            argv=record.argv,
+            env=record.env,
+            entry_point=command.entry_point,
+            engine_version=version,
+            flags_from=command.flags_from,
+            choices=command.choices,
+            notes=command.notes,
+            readiness=readiness,
+        )
 
 
 def _compute_capability(args: LaunchEngineArgs, context: ToolContext) -> str | None:

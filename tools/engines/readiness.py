@@ -100,8 +100,9 @@ def wait_for_ready(
     """Watch the engine until ready, dead, hung or out of time; keeps ``record.state`` current."""
     host = context.host
     started = time.monotonic()
-    follower = _LogFollower(Path(record.log_path), config.engine, load_library(),
-                            str(record.config.get("engine_version") or "") or None)
+    follower = _LogFollower(
+        Path(record.log_path), config.engine, load_library(), str(record.config.get("engine_version") or "") or None
+    )
     monitor = ActivityMonitor(settings.hang_after_seconds)
     report = ReadinessReport(outcome="timeout")
     last_health = float("-inf")

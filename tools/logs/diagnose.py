@@ -34,8 +34,10 @@ _ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance leng
 _EXCEPTION_LINE = re.compile(r"^\s*(?:\S+ )?[\w.]*(?:Error|Exception|Interrupt)\b: ")
 _ERRORISH = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|(?:Error|Exception): ")
 # SGLang <= 0.5.20 / >= 0.5.21 and vLLM wording of the distributed-init start (from the release data).
-_NCCL_INIT = re.compile(r"NCCL INFO|Init torch distributed begin|Init parallel begin|"
-                        r"rank \d+ in world size \d+ is assigned as|init_process_group|ncclCommInitRank")
+_NCCL_INIT = re.compile(
+    r"NCCL INFO|Init torch distributed begin|Init parallel begin|"
+    r"rank \d+ in world size \d+ is assigned as|init_process_group|ncclCommInitRank"
+)
 
 EngineGuess = Literal["sglang", "vllm", "unknown"]
 

@@ -119,8 +119,12 @@ class SglangText(StartupText):
         )
 
     def init_end(self, rank: int) -> None:
-        line = self.wording("distributed_init_done", "", {"mem usage": "0.51", "elapsed": "2.31"},
-                            "Init torch distributed ends. mem usage=0.51 GB")
+        line = self.wording(
+            "distributed_init_done",
+            "",
+            {"mem usage": "0.51", "elapsed": "2.31"},
+            "Init torch distributed ends. mem usage=0.51 GB",
+        )
         self.log.info(line, rank=rank)
 
     def load_begin(self, draft: bool = False) -> None:
@@ -153,13 +157,21 @@ class SglangText(StartupText):
             sizes = f"KV size: {_gb(memory.kv_mib):.2f} GB"
         else:
             sizes = f"K size: {_gb(memory.kv_mib) / 2:.2f} GB, V size: {_gb(memory.kv_mib) / 2:.2f} GB"
-        labels = {"": "KV Cache", "dtype": "torch.bfloat16", "#tokens": memory.kv_tokens,
-                  "KV size": f"{_gb(memory.kv_mib):.2f}", "K size": f"{_gb(memory.kv_mib) / 2:.2f}",
-                  "V size": f"{_gb(memory.kv_mib) / 2:.2f}"}
+        labels = {
+            "": "KV Cache",
+            "dtype": "torch.bfloat16",
+            "#tokens": memory.kv_tokens,
+            "KV size": f"{_gb(memory.kv_mib):.2f}",
+            "K size": f"{_gb(memory.kv_mib) / 2:.2f}",
+            "V size": f"{_gb(memory.kv_mib) / 2:.2f}",
+        }
         template = template_for(self.launch.engine, self.release, "kv_cache", "KV size" if mla else "K size")
         # 0.5.18+ builds the phrase in one field ("{cache_name} {'is allocated'}"): print it as it reads.
-        line = fill_labeled(template.replace("{} {}.", "KV Cache is allocated."), labels) if template else (
-            f"KV Cache is allocated. #tokens: {memory.kv_tokens}, {sizes}")
+        line = (
+            fill_labeled(template.replace("{} {}.", "KV Cache is allocated."), labels)
+            if template
+            else (f"KV Cache is allocated. #tokens: {memory.kv_tokens}, {sizes}")
+        )
         self.log.info(line)
         self.log.info(f"Memory pool end. avail mem={_gb(self._after_kv()):.2f} GB")
 
@@ -168,8 +180,10 @@ class SglangText(StartupText):
         if draft:
             return fallback
         milestone = f"cuda_graph_{moment}"
-        for containing, name in ((f"Capture {{}} CUDA graph {moment}. ", "decode"),
-                                 (f"Capture {{}} {moment}. ", "cuda graph")):
+        for containing, name in (
+            (f"Capture {{}} CUDA graph {moment}. ", "decode"),
+            (f"Capture {{}} {moment}. ", "cuda graph"),
+        ):
             template = template_for(self.launch.engine, self.release, milestone, containing)
             if template:
                 return fill_labeled(template, {"Capture": name, **labels})
@@ -186,8 +200,7 @@ class SglangText(StartupText):
         name = "draft cuda graph" if draft else "cuda graph"
         graph = self.plan.memory.graph_mib
         usage, avail = f"{_gb(graph):.2f}", f"{_gb(self._after_kv() - graph):.2f}"
-        fallback = (f"Capture {name} end. Time elapsed: {seconds:.2f} s. mem usage={usage} GB. "
-                    f"avail mem={avail} GB.")
+        fallback = f"Capture {name} end. Time elapsed: {seconds:.2f} s. mem usage={usage} GB. avail mem={avail} GB."
         labels = {"Time elapsed": f"{seconds:.2f}", "elapsed": f"{seconds:.2f}", "mem usage": usage, "avail mem": avail}
         self.log.info(self._graph_line("end", labels, fallback, draft))
 
@@ -251,12 +264,24 @@ class VllmText(StartupText):
 
     def init_begin(self, rank: int) -> None:
         world = self.launch.tp_size
-        fallback = (f"rank {rank} in world size {world} is assigned as DP rank 0, PP rank 0, TP rank {rank}, "
-                    f"EP rank {rank}")
-        labels = {"rank": rank, "world size": world, "DP rank": 0, "PP rank": 0, "PCP rank": 0, "TP rank": rank,
-                  "ETP rank": rank, "EP rank": rank}
-        self.log.info(self.wording("distributed_init", "is assigned as", labels, fallback), rank=rank,
-                      where="parallel_state.py:1208")
+        fallback = (
+            f"rank {rank} in world size {world} is assigned as DP rank 0, PP rank 0, TP rank {rank}, EP rank {rank}"
+        )
+        labels = {
+            "rank": rank,
+            "world size": world,
+            "DP rank": 0,
+            "PP rank": 0,
+            "PCP rank": 0,
+            "TP rank": rank,
+            "ETP rank": rank,
+            "EP rank": rank,
+        }
+        self.log.info(
+            self.wording("distributed_init", "is assigned as", labels, fallback),
+            rank=rank,
+            where="parallel_state.py:1208",
+        )
 
     def custom_all_reduce(self) -> None:
         self.log.warning(

@@ -186,19 +186,24 @@ def check_deployment(config: dict[str, Any], online: bool) -> None:
     mode = deployment.get("mode", "local_colocated")
     disaggregated = deployment.get("disaggregated") or {}
     if online and mode != "disaggregated":
-        raise ConfigError("online training requires deployment.mode=disaggregated; colocated online training is no "
-                          "longer supported")
+        raise ConfigError(
+            "online training requires deployment.mode=disaggregated; colocated online training is no longer supported"
+        )
     if online and disaggregated.get("backend", "mooncake") != "mooncake":
         raise ConfigError("online disaggregated training requires deployment.disaggregated.backend=mooncake")
     managed = disaggregated.get("managed_local")
     if managed is not None:
         if not online:
             raise ConfigError("managed_local supports online capture only")
-        explicit = [key for key in ("server_urls", "mooncake_master_server_addr", "mooncake_metadata_server")
-                    if disaggregated.get(key)]
+        explicit = [
+            key
+            for key in ("server_urls", "mooncake_master_server_addr", "mooncake_metadata_server")
+            if disaggregated.get(key)
+        ]
         if explicit:
-            raise ConfigError(f"managed_local derives capture server URLs and Mooncake endpoints; do not set "
-                              f"{explicit[0]}")
+            raise ConfigError(
+                f"managed_local derives capture server URLs and Mooncake endpoints; do not set {explicit[0]}"
+            )
 
 
 def load_config(path: Path, overrides: list[str]) -> dict[str, Any]:

@@ -146,11 +146,15 @@ def _online_services(config: dict[str, Any]) -> None:
         return
     master = str(disaggregated.get("mooncake_master_server_addr") or "")
     if not master or not _answers(master):
-        raise TrainingError(f"RuntimeError: cannot reach the Mooncake master at {master or '(not set)'}; start "
-                            "mooncake_master or add deployment.disaggregated.managed_local")
+        raise TrainingError(
+            f"RuntimeError: cannot reach the Mooncake master at {master or '(not set)'}; start "
+            "mooncake_master or add deployment.disaggregated.managed_local"
+        )
     for url in disaggregated.get("server_urls") or []:
-        raise TrainingError(f"RuntimeError: capture server {url} does not serve the capture contract; start the "
-                            "target with SpecForge's SGLang and --enable-spec-capture --chunked-prefill-size -1")
+        raise TrainingError(
+            f"RuntimeError: capture server {url} does not serve the capture contract; start the "
+            "target with SpecForge's SGLang and --enable-spec-capture --chunked-prefill-size -1"
+        )
 
 
 def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_only: bool) -> int:

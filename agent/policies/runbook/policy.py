@@ -223,12 +223,16 @@ class RunbookPolicy:
         progress.blocked_on = "training_setup"
         lines = [line for line in error.splitlines() if line.strip()]
         state.add_finding("drafter training cannot start: SpecForge prerequisites are missing", evidence=lines[:4])
-        return Ask(question="The available drafter does not pay off, and SpecForge cannot train one online on this "
-                            "host (see the missing prerequisites). Provide them (a SpecForge environment, a "
-                            "capture-enabled target and Mooncake, or a managed_local section), take the offline "
-                            "route shown in the evidence, or keep the baseline?",
-                   evidence=lines[:6], hypothesis="online training needs services this host does not run",
-                   question_kind="training_setup", options=["retry after setting it up", "stop here"])
+        return Ask(
+            question="The available drafter does not pay off, and SpecForge cannot train one online on this "
+            "host (see the missing prerequisites). Provide them (a SpecForge environment, a "
+            "capture-enabled target and Mooncake, or a managed_local section), take the offline "
+            "route shown in the evidence, or keep the baseline?",
+            evidence=lines[:6],
+            hypothesis="online training needs services this host does not run",
+            question_kind="training_setup",
+            options=["retry after setting it up", "stop here"],
+        )
 
     def _on_error(self, state: ProjectState, progress: RunbookProgress, tool: str, error: str) -> Ask:
         progress.blocked_on = "tool_error"
