@@ -1,197 +1,61 @@
-"""Classify an engine log into exactly one diagnosis class, with its most telling line and remedies.
+"""Classify an engine log into one diagnosis class, with its root cause, phase, key line and remedies.
 
-Rules, in order:
-1. Failure signatures from the library are matched over a bounded head+tail window (harmless lines
-   excluded). The highest-priority class wins; within it the earliest line (the root cause, not its
-   echoes). If the engine's ready line comes after every failure line, the log is ``healthy``.
-2. With speculation on, a mean accept length below :data:`LOW_ACCEPT_LENGTH` is a ``spec_decode_problem``.
-3. Hints from the caller (exit code, whether the process is alive) settle logs without a signature: a
-   SIGKILL exit is ``process_killed``; any other failed exit is ``unknown``.
-4. Otherwise the log is ``healthy`` (ready line), ``loading`` (progress lines), or ``nccl_hang`` when it
-   has been silent for ``stale_after_seconds`` right after distributed/NCCL initialisation.
+Structure before signatures: the bounded window of the log (head and tail) is parsed into error events
+(:mod:`tools.logs.events`); the first real error is the root cause, and its innermost frames name the
+failing component (:mod:`tools.logs.components`); milestone lines give the start-up phase
+(:mod:`tools.logs.phase`). Signatures from the library, the component, the phase and the process
+facts are evidence (:mod:`tools.logs.evidence`); the strongest wins (:mod:`tools.logs.decide`) and its
+confidence is calibrated on the diagnosis corpus. Advice the engine printed near the failure becomes
+``engine_hints`` with machine-usable actions (:mod:`tools.logs.hints`).
+
+Lifecycle rules: once the engine said it was ready only what came after counts; an exited process is
+never ``healthy``; a log that ends in a traceback is never ``loading``; death after ready is reported
+as the finding ``died_after_ready``.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from tools.logs.library import DiagnosisClass, Signature, SignatureLibrary, load_library
+from tools.logs.calibration import load_calibration
+from tools.logs.components import failing_component
+from tools.logs.decide import Decision, decide
+from tools.logs.events import ErrorEvent, LogEvents, parse_events
+from tools.logs.evidence import (
+    Evidence,
+    component_evidence,
+    exit_evidence,
+    phase_evidence,
+    root_cause,
+    signature_evidence,
+)
+from tools.logs.hints import engine_hints
+from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
+from tools.logs.lifecycle import no_failure_decision
+from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
+from tools.logs.phase import last_phase
+from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance
 from tools.logs.window import LogWindow, read_window
 
-LOW_ACCEPT_LENGTH = 1.3
-LAST_LINES = 30
-SAMPLE_CHARS = 64 * 1024  # engine detection looks at this much of the head and of the tail
-ACCEPT_SCAN_CHARS = 256 * 1024  # acceptance is judged on the most recent decode lines
-_SGLANG_MARKS = re.compile(r"sglang|\[TP\d+\]|server_args=ServerArgs|fired up and ready to roll")
-_VLLM_MARKS = re.compile(r"vllm|vLLM|\(APIServer pid=|EngineCore|VllmWorker|\[core\.py:\d+\]")
-_ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)")
-_EXCEPTION_LINE = re.compile(r"^\s*(?:\S+ )?[\w.]*(?:Error|Exception|Interrupt)\b: ")
-_ERRORISH = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|(?:Error|Exception): ")
-# SGLang <= 0.5.20 / >= 0.5.21 and vLLM wording of the distributed-init start (from the release data).
-_NCCL_INIT = re.compile(
-    r"NCCL INFO|Init torch distributed begin|Init parallel begin|"
-    r"rank \d+ in world size \d+ is assigned as|init_process_group|ncclCommInitRank"
-)
-
-EngineGuess = Literal["sglang", "vllm", "unknown"]
+__all__ = ["Alternative", "Diagnoser", "Diagnosis", "DiagnosisHints", "Remedy", "diagnose_file", "diagnose_text"]
+HINT_LINES_BEFORE = 3
+HINT_LINES_AFTER = 30
+ROOT_FRAMES = 6
 
 
-class Remedy(BaseModel):
-    id: str
-    text: str
-    action: dict[str, Any] = Field(default_factory=dict)
-
-
-class Diagnosis(BaseModel):
-    """JSON shape: {"class", "confidence", "line_number", "key_line", "remedies", "engine", ...}."""
-
-    model_config = ConfigDict(serialize_by_alias=True, populate_by_name=True)
-
-    diagnosis_class: DiagnosisClass = Field(alias="class")
-    confidence: float
-    line_number: int | None = None
-    key_line: str | None = None
-    remedies: list[Remedy] = Field(default_factory=list)
-    engine: EngineGuess = "unknown"
-    summary: str = ""
-    signature: str | None = None
-    evidence: list[str] = Field(default_factory=list)  # other telling lines, "LINE: text"
-    lines_from_end: int | None = None
-    progress: str | None = None  # the last loading stage seen
-    log_path: str | None = None
-    log_size_bytes: int = 0
-    bytes_read: int = 0
-    log_age_seconds: float | None = None
-
-
-class DiagnosisHints(BaseModel):
-    """What the caller knows beyond the log text."""
-
-    engine: Literal["sglang", "vllm"] | None = None
-    interconnect: str | None = None  # "pcie" moves NCCL_P2P_DISABLE first for NCCL classes
-    exit_code: int | None = None
-    process_alive: bool | None = None
-    stale_after_seconds: float = 600.0
-
-
-@dataclass
-class _Match:
-    signature: Signature
-    index: int
-    supporters: int = 1
-
-
-def detect_engine(window: LogWindow) -> EngineGuess:
-    sample = window.text[:SAMPLE_CHARS] + window.text[-SAMPLE_CHARS:]
-    sglang = len(_SGLANG_MARKS.findall(sample))
-    vllm = len(_VLLM_MARKS.findall(sample))
-    if sglang == vllm == 0:
-        return "unknown"
-    return "sglang" if sglang >= vllm else "vllm"
-
-
-def _first_match(regex: re.Pattern[str], window: LogWindow, library: SignatureLibrary, start_line: int) -> int | None:
-    """Index of the first non-benign line at or after ``start_line`` that the regex matches."""
-    position = window.text_start_of(start_line)
-    while (match := regex.search(window.text, position)) is not None:
-        index = window.line_index_at(match.start())
-        if not library.is_benign(window.lines[index]):
-            return index
-        position = window.text_start_of(index + 1)
-    return None
-
-
-def _signature_match(signature: Signature, window: LogWindow, library: SignatureLibrary, start_line: int) -> int | None:
-    if signature.only_if_last:
-        start_line = max(start_line, len(window.lines) - LAST_LINES)
-    indexes = [
-        index for regex in signature.regexes if (index := _first_match(regex, window, library, start_line)) is not None
-    ]
-    return min(indexes) if indexes else None
-
-
-def _failures(window: LogWindow, library: SignatureLibrary, engine: str | None, start_line: int = 0) -> list[_Match]:
-    found: dict[str, _Match] = {}
-    for signature in library.signatures:
-        if not signature.applies_to(engine):
-            continue
-        index = _signature_match(signature, window, library, start_line)
-        if index is None:
-            continue
-        current = found.get(signature.diagnosis_class)
-        if current is None:
-            found[signature.diagnosis_class] = _Match(signature, index)
-        else:
-            current.supporters += 1
-            if (signature.priority, -index) > (current.signature.priority, -current.index):
-                current.signature, current.index = signature, index
-    return sorted(found.values(), key=lambda match: (match.signature.priority, -match.index), reverse=True)
-
-
-def _last_match(window: LogWindow, regex: re.Pattern[str]) -> re.Match[str] | None:
-    """The last match in the window, searching growing suffixes so that recent matches are cheap."""
-    text = window.text
-    size = 64 * 1024
-    while True:
-        start = max(len(text) - size, 0)
-        last = None
-        for last in regex.finditer(text, start):  # noqa: B007 - only the final match is wanted
-            pass
-        if last is not None or start == 0:
-            return last
-        size *= 8
-
-
-def _last_index(window: LogWindow, regex: re.Pattern[str], keep: Any = None) -> int | None:
-    """Index of the last line matching ``regex`` (and ``keep``); per line, for patterns anchored at ^."""
-    for index in range(len(window.lines) - 1, -1, -1):
-        line = window.lines[index]
-        if regex.search(line) and (keep is None or keep(line)):
-            return index
-    return None
-
-
-def _last_ready(window: LogWindow, library: SignatureLibrary, engine: str | None) -> int | None:
-    best: int | None = None
-    for ready in library.ready:
-        if engine in ("sglang", "vllm") and ready.engine != engine:
-            continue
-        match = _last_match(window, ready.regex)
-        if match is not None:
-            index = window.line_index_at(match.start())
-            best = index if best is None else max(best, index)
-    return best
-
-
-def _last_progress(window: LogWindow, library: SignatureLibrary) -> tuple[int, str, str] | None:
-    """(line index, stage, message) of the latest loading-progress line."""
-    best: tuple[int, str, str] | None = None
-    for progress in library.progress:
-        match = _last_match(window, progress.regex)
-        if match is None:
-            continue
-        index = window.line_index_at(match.start())
-        if best is None or index > best[0]:
-            best = (index, progress.stage, progress.describe(match))
-    return best
-
-
-def _low_acceptance(window: LogWindow) -> tuple[int, float] | None:
-    values: list[tuple[int, float]] = []
-    for match in _ACCEPT.finditer(window.text, max(len(window.text) - ACCEPT_SCAN_CHARS, 0)):
-        value = float(match.group("value") or match.group("vllm"))
-        values.append((window.line_index_at(match.start()), value))
-    recent = values[-20:]
-    if len(recent) < 3:
-        return None
-    mean = sum(value for _, value in recent) / len(recent)
-    return (recent[-1][0], mean) if mean < LOW_ACCEPT_LENGTH else None
+def _root_model(event: ErrorEvent, numbers: list[int | None]) -> RootCause:
+    return RootCause(
+        type=event.type,
+        message=event.message[:500],
+        component=failing_component(event.frames),
+        kind=event.kind,
+        origin=event.origin,
+        line_number=numbers[event.index],
+        frames=[
+            FrameInfo(file=frame.path, line=frame.line, function=frame.function) for frame in event.frames[:ROOT_FRAMES]
+        ],
+    )
 
 
 class Diagnoser:
@@ -201,8 +65,7 @@ class Diagnoser:
         self.window = window
         self.hints = hints
         self.library = library
-        detected = detect_engine(window)
-        self.engine: EngineGuess = hints.engine or detected
+        self.engine: EngineGuess = hints.engine or detect_engine(window)
 
     def remedies(self, identifiers: list[str], diagnosis_class: str) -> list[Remedy]:
         ordered = list(dict.fromkeys(identifiers))
@@ -219,120 +82,111 @@ class Diagnoser:
             for identifier in ordered
         ]
 
-    def result(
-        self,
-        diagnosis_class: DiagnosisClass,
-        confidence: float,
-        index: int | None,
-        summary: str,
-        remedies: list[str],
-        signature: str | None = None,
-    ) -> Diagnosis:
+    def _evidence(self, events: LogEvents, root: ErrorEvent | None, start: int) -> list[Evidence]:
+        engine = None if self.engine == "unknown" else self.engine
+        found = signature_evidence(self.window, self.library, engine, start, events.source_lines, root)
+        found += component_evidence(events, root, start, self.library)
+        failure_lines = [
+            item.index for item in found if item.index is not None and item.diagnosis_class not in NO_FAILURE_CLASSES
+        ]
+        failure_index = min(failure_lines) if failure_lines else (root.index if root is not None else None)
+        if failure_index is not None:
+            phase = last_phase(self.window, self.library, before=failure_index)
+            found += phase_evidence(phase.phase, failure_index, self.library)
+        found += exit_evidence(self.hints.exit_code, len(self.window.lines) - 1, self.library)
+        if root is not None and not any(item.diagnosis_class not in NO_FAILURE_CLASSES for item in found):
+            found.append(
+                Evidence(
+                    "error",
+                    "unknown",
+                    10,
+                    0.35,
+                    root.index,
+                    "an error that no rule explains",
+                    ["inspect_traceback"],
+                    "An error was logged; no known cause matches it.",
+                )
+            )
+        acceptance = low_acceptance(self.window)
+        if acceptance is not None:
+            found.append(
+                Evidence(
+                    "acceptance",
+                    "spec_decode_problem",
+                    15,
+                    0.6,
+                    acceptance[0],
+                    f"mean accept length {acceptance[1]:.2f} (1.0 means no gain)",
+                    ["check_draft_model", "disable_speculation"],
+                    f"Speculative decoding accepts almost nothing (mean accept length "
+                    f"{acceptance[1]:.2f}, 1.0 means no gain).",
+                )
+            )
+        return found
+
+    def diagnose(self, log_age_seconds: float | None) -> Diagnosis:
         window = self.window
-        progress = _last_progress(window, self.library)
-        evidence = []
-        if progress is not None and progress[0] != index:
-            evidence.append(self._cite(progress[0]))
+        if not window.lines:
+            return Diagnosis(
+                diagnosis_class="unknown",
+                confidence=0.1,
+                summary="The log is empty.",
+                remedies=self.remedies(["keep_waiting"], "unknown"),
+                engine=self.engine,
+            )
+        engine = None if self.engine == "unknown" else self.engine
+        ready = last_ready(window, self.library, engine)
+        start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts
+        events = parse_events(window.lines)
+        root = root_cause(events, start)
+        calibration = load_calibration()
+        decision = decide(self._evidence(events, root, start), calibration, window.numbers)
+        age = self.hints.seconds_since_output if self.hints.seconds_since_output is not None else log_age_seconds
+        if decision is None:
+            decision = no_failure_decision(window, self.library, self.hints, ready, age, calibration)
+        elif ready is not None:
+            exited = self.hints.exit_code is not None or self.hints.process_alive is False
+            decision.findings.append("died_after_ready" if exited else "failed_after_ready")
+        if events.ends_in_traceback and "ends_in_traceback" not in decision.findings:
+            decision.findings.append("ends_in_traceback")
+        return self._assemble(decision, root, events, age)
+
+    def _assemble(self, decision: Decision, root: ErrorEvent | None, events: LogEvents, age: float | None) -> Diagnosis:
+        window, index = self.window, decision.index
+        progress = last_progress(window, self.library)
+        evidence = [self._cite(progress[0])] if progress is not None and progress[0] != index else []
+        failure = decision.diagnosis_class not in NO_FAILURE_CLASSES
+        hints = []
+        if failure and index is not None:
+            around = range(max(index - HINT_LINES_BEFORE, 0), min(index + HINT_LINES_AFTER, len(window.lines)))
+            hints = engine_hints(window.lines, window.numbers, list(around))
         return Diagnosis(
-            diagnosis_class=diagnosis_class,
-            confidence=round(min(confidence, 0.99), 2),
+            diagnosis_class=decision.diagnosis_class,
+            confidence=decision.confidence,
+            raw_confidence=decision.raw_confidence,
             line_number=window.numbers[index] if index is not None else None,
             key_line=window.lines[index] if index is not None else None,
-            remedies=self.remedies(remedies, diagnosis_class),
+            remedies=self.remedies(decision.remedies, decision.diagnosis_class),
             engine=self.engine,
-            summary=summary,
-            signature=signature,
+            summary=decision.summary or f"{decision.why[:1].upper()}{decision.why[1:]}.",
+            why=decision.why,
+            signature=decision.signature,
             evidence=evidence,
             lines_from_end=window.lines_from_end(index) if index is not None else None,
             progress=progress[2] if progress else None,
             log_size_bytes=window.file_size,
             bytes_read=window.bytes_read,
+            root_cause=_root_model(root, window.numbers) if root is not None and failure else None,
+            phase=last_phase(window, self.library).phase,
+            engine_hints=hints,
+            alternatives=decision.alternatives,
+            findings=decision.findings,
+            log_age_seconds=round(age, 1) if age is not None else None,
         )
 
     def _cite(self, index: int) -> str:
         number = self.window.numbers[index]
         return f"{number if number is not None else '?'}: {self.window.lines[index]}"
-
-    def _exception_line(self, default: int | None) -> int | None:
-        found = _last_index(self.window, _EXCEPTION_LINE, lambda line: not self.library.is_benign(line))
-        return found if found is not None else default
-
-    def diagnose(self, log_age_seconds: float | None) -> Diagnosis:
-        window = self.window
-        engine = None if self.engine == "unknown" else self.engine
-        if not window.lines:
-            return self.result("unknown", 0.1, None, "The log is empty.", ["keep_waiting"])
-        ready = _last_ready(window, self.library, engine)
-        # Once the engine said it was ready, only what went wrong afterwards counts.
-        failures = _failures(window, self.library, engine, start_line=0 if ready is None else ready + 1)
-        if failures:
-            best = failures[0]
-            signature = best.signature
-            index: int | None = best.index
-            if signature.prefer_exception_line:
-                index = self._exception_line(index)
-            confidence = signature.confidence + 0.02 * (best.supporters - 1)
-            return self.result(
-                signature.diagnosis_class, confidence, index, signature.summary, signature.remedies, signature.id
-            )
-        acceptance = _low_acceptance(window)
-        if acceptance is not None:
-            return self.result(
-                "spec_decode_problem",
-                0.6,
-                acceptance[0],
-                f"Speculative decoding accepts almost nothing (mean accept length "
-                f"{acceptance[1]:.2f}, 1.0 means no gain).",
-                ["check_draft_model", "disable_speculation"],
-            )
-        return self._without_signature(ready, log_age_seconds)
-
-    def _without_signature(self, ready: int | None, log_age_seconds: float | None) -> Diagnosis:
-        window, hints = self.window, self.hints
-        last = len(window.lines) - 1
-        if hints.exit_code is not None and hints.exit_code in (-9, 137):
-            return self.result(
-                "process_killed", 0.7, last, "The process was killed with SIGKILL.", ["check_host_memory"]
-            )
-        if hints.exit_code not in (None, 0) or (hints.process_alive is False and ready is None):
-            index = self._exception_line(last)
-            return self.result(
-                "unknown", 0.3, index, "The process ended without a recognised cause.", ["inspect_traceback"]
-            )
-        if ready is not None:
-            return self.result("healthy", 0.9, ready, "The engine reported ready; no failure followed.", [])
-        progress = _last_progress(window, self.library)
-        stale = log_age_seconds is not None and log_age_seconds >= hints.stale_after_seconds
-        nccl_init = _last_match(window, _NCCL_INIT)
-        tail_is_nccl_init = nccl_init is not None and (
-            (progress is not None and progress[1] == "distributed_init")
-            or _NCCL_INIT.search(window.lines[last]) is not None
-        )
-        if stale and tail_is_nccl_init and nccl_init is not None:
-            index = window.line_index_at(nccl_init.start())
-            return self.result(
-                "nccl_hang",
-                0.6,
-                index,
-                f"No output for {log_age_seconds:.0f} s right after distributed/NCCL "
-                "initialisation: collective set-up is probably stuck.",
-                ["nccl_p2p_disable", "nccl_debug_info", "enable_p2p_check"],
-            )
-        if progress is not None:
-            confidence = 0.4 if stale else 0.7
-            quiet = f" No output for {log_age_seconds:.0f} s; check CPU/IO/GPU counters." if stale else ""
-            return self.result(
-                "loading", confidence, progress[0], f"Still starting: {progress[2]}.{quiet}", ["keep_waiting"]
-            )
-        if _last_index(window, _ERRORISH, lambda line: not self.library.is_benign(line)) is not None:
-            return self.result(
-                "unknown",
-                0.3,
-                self._exception_line(last),
-                "Errors were logged; none matches a known signature.",
-                ["inspect_traceback"],
-            )
-        return self.result("loading", 0.5, last, "The engine is starting; no loading milestone yet.", ["keep_waiting"])
 
 
 def diagnose_text(text: str, hints: DiagnosisHints | None = None, library: SignatureLibrary | None = None) -> Diagnosis:
@@ -372,5 +226,4 @@ def diagnose_file(
     age = max(time.time() - path.stat().st_mtime, 0.0)
     diagnosis = Diagnoser(window, hints or DiagnosisHints(), library or load_library()).diagnose(age)
     diagnosis.log_path = str(path)
-    diagnosis.log_age_seconds = round(age, 1)
     return diagnosis

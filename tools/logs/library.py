@@ -28,7 +28,23 @@ DiagnosisClass = Literal[
     "spec_decode_problem",
     "process_killed",
     "gpu_hardware_fault",
+    "warmup_failed",
     "unknown",
+]
+NO_FAILURE_CLASSES: frozenset[str] = frozenset({"healthy", "loading"})
+MilestoneStage = Literal[
+    "launch",
+    "distributed_init",
+    "weights",
+    "weights_done",
+    "drafter",
+    "memory_profiling",
+    "compile",
+    "cuda_graph",
+    "cuda_graph_done",
+    "server",
+    "ready",
+    "serving",
 ]
 EngineName = Literal["sglang", "vllm"]
 FlagValue = str | int | float | bool
@@ -46,6 +62,7 @@ class RemedyAction(_Record):
     scale_flag: dict[str, float] = Field(default_factory=dict)
     unset_flag: list[str] = Field(default_factory=list)
     set_env: dict[str, str] = Field(default_factory=dict)
+    add_flags: list[str] = Field(default_factory=list)  # engine flags with no launch-config field, verbatim
     pick_free_port: bool = False
     needs_human: bool = False
 
@@ -116,11 +133,24 @@ class ProgressLine(_Record):
         return self.message.format(**{key: value or "?" for key, value in match.groupdict().items()})
 
 
+class Milestone(_Record):
+    stage: MilestoneStage
+    pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compile(cls, pattern: str) -> str:
+        re.compile(pattern)
+        return pattern
+
+
 class SignatureLibrary(_Record):
     remedies: dict[str, RemedyTemplate]
+    class_remedies: dict[DiagnosisClass, list[str]]  # for classes decided by structure, not a signature
     benign: list[Benign]
     ready: list[ReadyLine]
     progress: list[ProgressLine]
+    milestones: list[Milestone]
     signatures: list[Signature]
 
     @model_validator(mode="after")
@@ -129,6 +159,10 @@ class SignatureLibrary(_Record):
             missing = [remedy for remedy in signature.remedies if remedy not in self.remedies]
             if missing:
                 raise ValueError(f"signature {signature.id} names unknown remedies {missing}")
+        for diagnosis_class, remedies in self.class_remedies.items():
+            missing = [remedy for remedy in remedies if remedy not in self.remedies]
+            if missing:
+                raise ValueError(f"class_remedies.{diagnosis_class} names unknown remedies {missing}")
         identifiers = [signature.id for signature in self.signatures]
         if len(identifiers) != len(set(identifiers)):
             raise ValueError("signature ids must be unique")

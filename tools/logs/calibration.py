@@ -1,0 +1,71 @@
+"""Confidence that means something: raw evidence scores mapped to how often they were right.
+
+The table (``calibration.toml``, package data) is written by ``benchmarks/diagnosis_corpus.py
+--write-calibration`` from the tune part of the diagnosis corpus: for each band of raw confidence, how
+many diagnoses fell in it and how many were right. The calibrated confidence of a band is its
+smoothed hit rate ``(right + 1) / (count + 2)``, so a band seen rarely stays near one half. A failure
+diagnosis whose calibrated confidence is below ``threshold`` is reported as ``unknown``.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from importlib import resources
+
+from pydantic import BaseModel, Field
+
+BAND_EDGES = (0.0, 0.5, 0.7, 0.8, 0.9, 1.0)
+DEFAULT_THRESHOLD = 0.5
+
+
+class Band(BaseModel):
+    low: float = Field(ge=0.0, le=1.0)
+    high: float = Field(ge=0.0, le=1.0)
+    count: int = Field(ge=0)
+    correct: int = Field(ge=0)
+
+    @property
+    def calibrated(self) -> float:
+        return round((self.correct + 1) / (self.count + 2), 2)
+
+    def holds(self, raw: float) -> bool:
+        return self.low <= raw < self.high or (self.high == 1.0 and raw >= 1.0)
+
+
+class Calibration(BaseModel):
+    threshold: float = DEFAULT_THRESHOLD
+    source: str = ""
+    bands: list[Band] = Field(default_factory=list)
+
+    def calibrate(self, raw: float) -> float:
+        """The calibrated confidence of a raw score; the raw score itself when no band covers it."""
+        for band in self.bands:
+            if band.holds(raw) and band.count:
+                return band.calibrated
+        return round(raw, 2)
+
+
+def band_of(raw: float) -> tuple[float, float]:
+    for low, high in zip(BAND_EDGES, BAND_EDGES[1:], strict=False):
+        if low <= raw < high:
+            return low, high
+    return BAND_EDGES[-2], BAND_EDGES[-1]
+
+
+def render_table(bands: list[Band], threshold: float, source: str) -> str:
+    """``calibration.toml`` text for the given bands."""
+    lines = ["# Written by benchmarks/diagnosis_corpus.py --write-calibration; do not edit by hand.",
+             f"threshold = {threshold}", f'source = "{source}"', ""]
+    for band in bands:
+        lines += ["[[bands]]", f"low = {band.low}", f"high = {band.high}", f"count = {band.count}",
+                  f"correct = {band.correct}", ""]
+    return "\n".join(lines)
+
+
+@functools.cache
+def load_calibration() -> Calibration:
+    path = resources.files("tools.logs").joinpath("calibration.toml")
+    if not path.is_file():
+        return Calibration()
+    return Calibration.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))

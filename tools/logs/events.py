@@ -1,0 +1,250 @@
+"""Error events in a log: tracebacks, exception lines, stack dumps and native crashes.
+
+:func:`parse_events` reads the window once and returns every error event in log order, each with its
+exception type and message (the reason line of a validation error, the embedded error of a wrapper,
+never a source line), its frames innermost first, and the rank or process that printed it. Lines
+that only echo source code inside a traceback are collected in ``source_lines`` so that signatures do
+not mistake ``raise ValueError("No available memory ...")`` for the error itself.
+
+Only lines that can belong to an event are looked at closely (a cheap search first), which keeps the
+parse of a multi-megabyte window in the tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tools.logs.prefixes import split_line
+
+EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
+
+_INTERESTING = re.compile(r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)|frame #\d'
+                          r'|Thread \d+ \(')
+_PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>\d+),? in (?P<function>[\w<>.]+)')
+_SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?P<line>\d+)\)\s*$")
+_NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
+_EXCEPTION = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|KeyError)"
+    r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*)(?::\s?(?P<message>.*))?$")
+_INNERMOST_FIRST_HEADER = re.compile(r"\(most recent call first\)|^Thread \d+ \((?:active|idle)[^)]*\)")
+_CRASH = re.compile(r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received")
+_CHAIN = re.compile(r"^During handling of the above exception|^The above exception was the direct cause")
+_CARET = re.compile(r"^\s*[\^~]+\s*$")
+_ECHO = re.compile(r"[Ss]ee root cause above|check the stack trace above for the root cause|Engine core initiali[sz]ation"
+                   r" failed|Engine process failed to start|Server process exited with code|WorkerProc "
+                   r"initiali[sz]ation failed")
+_WRAPPED = re.compile(r"""(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
+_FUTURE = re.compile(r"""exception=(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
+_VALIDATION_REASON = re.compile(r"^\s*(?:Value|Assertion|Type) error, (?P<reason>.+)")
+_MAX_SOURCE_LINES = 3
+_MAX_CONTINUATION = 8
+
+
+@dataclass
+class Frame:
+    path: str
+    line: int | None
+    function: str
+    index: int = -1  # line of the frame in the window
+
+
+@dataclass
+class ErrorEvent:
+    kind: EventKind
+    first_index: int  # first line of the event
+    index: int  # its most telling line: the exception line, or the first frame when there is none
+    type: str | None = None
+    message: str = ""
+    frames: list[Frame] = field(default_factory=list)  # innermost first
+    origin: str | None = None
+    chained: bool = False  # raised while handling the event before it
+    echo: bool = False  # a consequence that points elsewhere ("see root cause above")
+    idle: bool = False  # a stack dump of a thread that was only waiting
+
+
+@dataclass
+class LogEvents:
+    events: list[ErrorEvent]
+    source_lines: set[int]
+    ends_in_traceback: bool  # the last printed lines belong to an unfinished or final traceback
+
+    def real(self) -> list[ErrorEvent]:
+        return [event for event in self.events if not event.echo and not event.idle]
+
+
+@dataclass
+class _Block:
+    kind: EventKind
+    first_index: int
+    innermost_first: bool
+    origin: str | None
+    chained: bool
+    frames: list[Frame] = field(default_factory=list)
+    since_frame: int = 0  # non-frame lines seen since the last frame
+    idle: bool = False
+    type: str | None = None
+    message: str = ""
+
+
+class _Parser:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.events: list[ErrorEvent] = []
+        self.source_lines: set[int] = set()
+        self.block: _Block | None = None
+        self.chain_pending = False
+        self.last_event_line = -1
+
+    def run(self) -> LogEvents:
+        for index, line in enumerate(self.lines):
+            if self.block is None and not _INTERESTING.search(line):
+                continue
+            self.feed(index, line)
+        self.close(len(self.lines))
+        last = len(self.lines) - 1
+        while last >= 0 and not self.lines[last].strip():
+            last -= 1
+        ends = bool(self.events) and self.last_event_line >= last - 2 and self.events[-1].kind != "stack_dump"
+        return LogEvents(self.events, self.source_lines, ends)
+
+    def feed(self, index: int, line: str) -> None:
+        parts = split_line(line)
+        text = parts.text
+        frame, innermost_first = _frame(text)
+        if frame is not None:
+            if self.block is None:  # a fragment without its header; py-spy frames come from a live dump
+                kind: EventKind = "stack_dump" if _SPY_FRAME.match(text) else "truncated"
+                self.open(index, parts.origin, kind=kind, innermost_first=innermost_first)
+            assert self.block is not None
+            frame.index = index
+            self.block.frames.append(frame)
+            self.block.since_frame = 0
+            return
+        if "Traceback (most recent call last)" in text:
+            self.close(index)
+            self.open(index, parts.origin, kind="truncated", innermost_first=False)
+            return
+        if _INNERMOST_FIRST_HEADER.search(text):
+            crash = self.block is not None and self.block.kind == "crash" and not self.block.frames
+            if not crash:
+                self.close(index)
+                self.open(index, parts.origin, kind="stack_dump", innermost_first=True)
+            assert self.block is not None
+            self.block.innermost_first = True
+            self.block.idle = "(idle)" in text
+            return
+        if _CHAIN.search(text):
+            self.close(index)
+            self.chain_pending = True
+            return
+        crash = _CRASH.search(text)
+        if crash is not None:
+            if self.block is not None and self.block.kind == "crash":
+                return
+            self.close(index)
+            self.open(index, parts.origin, kind="crash", innermost_first=True)
+            assert self.block is not None
+            self.block.type = "Fatal Python error" if crash.group("message") else crash.group("signal")
+            self.block.message = crash.group("message") or f"{crash.group('signal')} received"
+            return
+        exception = _EXCEPTION.match(text.strip()) if parts.level not in ("INFO", "DEBUG", "WARNING") else None
+        if exception is not None:
+            self.finish_exception(index, parts.origin, exception)
+            return
+        future = _FUTURE.search(text)
+        if future is not None:
+            self.close(index)
+            self.events.append(ErrorEvent(kind="exception", first_index=index, index=index, type=future.group("type"),
+                                          message=future.group("message"), origin=parts.origin))
+            self.last_event_line = index
+            return
+        if self.block is not None:
+            if self.block.kind == "crash" and not self.block.frames and index - self.block.first_index <= 20:
+                return  # register dumps and blank lines between the signal and its Python stack
+            if _blank(text):
+                if not self.block.frames:
+                    self.close(index)
+                return
+            self.block.since_frame += 1
+            if self.block.frames and self.block.since_frame <= _MAX_SOURCE_LINES and (
+                    text.startswith(" ") or _CARET.match(text) or text.startswith("raise ")):
+                self.source_lines.add(index)
+            elif self.block.since_frame > _MAX_SOURCE_LINES:
+                self.close(index)
+
+    def open(self, index: int, origin: str | None, *, kind: EventKind, innermost_first: bool) -> None:
+        self.block = _Block(kind=kind, first_index=index, innermost_first=innermost_first, origin=origin,
+                            chained=self.chain_pending)
+        self.chain_pending = False
+
+    def finish_exception(self, index: int, origin: str | None, match: re.Match[str]) -> None:
+        block = self.block
+        self.block = None
+        frames = [] if block is None else block.frames
+        innermost_first = block is not None and block.innermost_first
+        event = ErrorEvent(kind="exception", first_index=block.first_index if block else index, index=index,
+                           type=match.group("type"), frames=frames if innermost_first else frames[::-1],
+                           origin=origin or (block.origin if block else None),
+                           chained=(block.chained if block else self.chain_pending))
+        self.chain_pending = False
+        event.message = self.message(index, (match.group("message") or "").strip())
+        wrapped = _WRAPPED.search(event.message)
+        event.echo = bool(_ECHO.search(event.message)) and wrapped is None
+        if wrapped is not None and event.type in ("RuntimeError", "Exception"):
+            event.type, event.message = wrapped.group("type"), wrapped.group("message")
+        self.events.append(event)
+        self.last_event_line = index
+
+    def message(self, index: int, first: str) -> str:
+        """The exception message with its continuation lines (multi-line messages, wrapped errors)."""
+        pieces = [first]
+        level = split_line(self.lines[index]).level
+        for offset in range(1, _MAX_CONTINUATION + 1):
+            if index + offset >= len(self.lines):
+                break
+            parts = split_line(self.lines[index + offset])
+            text = parts.text
+            if (_blank(text) or parts.level != level or _frame(text)[0] is not None or "Traceback" in text
+                    or _CHAIN.search(text) or _EXCEPTION.match(text.strip())):
+                break
+            reason = _VALIDATION_REASON.match(text)
+            if reason is not None and len(pieces) == 1 and "validation error" in first:
+                return reason.group("reason")
+            pieces.append(text.strip())
+        return " ".join(piece for piece in pieces if piece)
+
+    def close(self, index: int) -> None:
+        block = self.block
+        self.block = None
+        if block is None or (not block.frames and block.kind != "crash"):
+            return
+        frames = block.frames if block.innermost_first else block.frames[::-1]
+        telling = frames[0].index if frames else block.first_index  # the innermost frame
+        self.events.append(ErrorEvent(kind=block.kind, first_index=block.first_index, index=telling,
+                                      type=block.type, message=block.message, frames=frames,
+                                      origin=block.origin, chained=block.chained, idle=block.idle))
+        self.last_event_line = index - 1 - block.since_frame
+
+
+def _blank(text: str) -> bool:
+    """Empty once the quoting of a bug report (``>``) is taken away."""
+    return not text.strip(" \t>|")
+
+
+def _frame(text: str) -> tuple[Frame | None, bool]:
+    """A stack frame on this line and whether its listing runs innermost first."""
+    match = _PY_FRAME.match(text)
+    if match is not None:
+        return Frame(match.group("path"), int(match.group("line")), match.group("function")), False
+    match = _SPY_FRAME.match(text) or _NATIVE_FRAME.match(text)
+    if match is not None:
+        line = match.groupdict().get("line")
+        return Frame(match.group("path"), int(line) if line else None, match.group("function")), True
+    return None, False
+
+
+def parse_events(lines: list[str]) -> LogEvents:
+    """All error events of the window, in log order."""
+    return _Parser(lines).run()

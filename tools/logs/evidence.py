@@ -1,0 +1,161 @@
+"""Evidence for a diagnosis class: signatures, the failing component, the start-up phase, process facts.
+
+Each source proposes classes with a priority (which explanation wins when several apply: root causes
+above their consequences, specific wording above structure, structure above the phase) and a raw
+confidence. :func:`collect` gathers all of them for one log; :mod:`tools.logs.decide` picks the class.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tools.logs.components import failing_component
+from tools.logs.events import ErrorEvent, LogEvents
+from tools.logs.library import DiagnosisClass, Signature, SignatureLibrary
+from tools.logs.phase import Phase
+from tools.logs.window import LogWindow
+
+LAST_LINES = 30
+_CAPACITY = re.compile(r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)",
+                       re.IGNORECASE)
+_NOT_SUPPORTED = re.compile(r"not supported|[Uu]nsupported|compute capability|architecture|\bsm_?\d+", re.IGNORECASE)
+# Priorities of structural evidence, between the specific signatures (77..100) and the generic ones (5..30).
+STACK_HANG_PRIORITY = {"speculative": 71, "distributed": 64}
+COMPONENT_PRIORITY = 65
+PHASE_PRIORITY = {"drafter": 40, "cuda_graph": 38, "weights": 30, "memory_profiling": 30}
+_COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
+    "cuda_graph": ("cuda_graph_capture_failure", 0.75), "speculative": ("spec_decode_problem", 0.75),
+    "weight_loader": ("model_load_error", 0.7), "model_config": ("model_load_error", 0.65),
+    "kv_cache": ("cuda_oom", 0.65), "distributed": ("nccl_error", 0.65),
+}
+_PHASE_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
+    "drafter": ("spec_decode_problem", 0.55), "cuda_graph": ("cuda_graph_capture_failure", 0.5),
+    "weights": ("model_load_error", 0.45), "memory_profiling": ("cuda_oom", 0.45),
+}
+KILLED_EXIT_CODES = (-9, 137)  # SIGKILL: the kernel OOM killer, an orchestrator, a person
+SIGNAL_EXIT_CODES = (-6, -11, 134, 139)  # SIGABRT / SIGSEGV: died in native code
+
+
+EvidenceSource = Literal["signature", "component", "stack", "phase", "exit", "acceptance", "error"]
+
+
+@dataclass
+class Evidence:
+    source: EvidenceSource
+    diagnosis_class: DiagnosisClass
+    priority: int
+    confidence: float  # raw, before calibration
+    index: int | None  # the most telling line
+    why: str
+    remedies: list[str] = field(default_factory=list)
+    summary: str = ""
+    signature: str | None = None
+
+
+def _first_match(regex: re.Pattern[str], window: LogWindow, skip: set[int], library: SignatureLibrary,
+                 start_line: int) -> int | None:
+    """Index of the first line at or after ``start_line`` that the regex matches and that is not harmless,
+    an echo of source code or otherwise to be skipped."""
+    position = window.text_start_of(start_line)
+    while (match := regex.search(window.text, position)) is not None:
+        index = window.line_index_at(match.start())
+        if index not in skip and not library.is_benign(window.lines[index]):
+            return index
+        position = window.text_start_of(index + 1)
+    return None
+
+
+def signature_evidence(window: LogWindow, library: SignatureLibrary, engine: str | None, start_line: int,
+                       skip: set[int], root: ErrorEvent | None) -> list[Evidence]:
+    """The best match per class among the library's signatures, from ``start_line`` on."""
+    best: dict[str, tuple[Signature, int, int]] = {}  # class -> (signature, line, supporters)
+    for signature in library.signatures:
+        if not signature.applies_to(engine):
+            continue
+        first = max(start_line, len(window.lines) - LAST_LINES) if signature.only_if_last else start_line
+        indexes = [index for regex in signature.regexes
+                   if (index := _first_match(regex, window, skip, library, first)) is not None]
+        if not indexes:
+            continue
+        index = min(indexes)
+        current = best.get(signature.diagnosis_class)
+        if current is None:
+            best[signature.diagnosis_class] = (signature, index, 1)
+        elif (signature.priority, -index) > (current[0].priority, -current[1]):
+            best[signature.diagnosis_class] = (signature, index, current[2] + 1)
+        else:
+            best[signature.diagnosis_class] = (current[0], current[1], current[2] + 1)
+    found = []
+    for signature, index, supporters in best.values():
+        line = root.index if signature.prefer_exception_line and root is not None else index
+        found.append(Evidence("signature", signature.diagnosis_class, signature.priority,
+                              signature.confidence + 0.02 * (supporters - 1), line,
+                              f"signature {signature.id} matches line {index + 1} of the window",
+                              list(signature.remedies), signature.summary, signature.id))
+    return found
+
+
+def component_evidence(events: LogEvents, root: ErrorEvent | None, start_line: int,
+                       library: SignatureLibrary) -> list[Evidence]:
+    """What the failing component says: from the root cause, and from the stacks of a hang."""
+    found: list[Evidence] = []
+    if root is not None:
+        component = failing_component(root.frames)
+        mapped = _COMPONENT_CLASS.get(component or "")
+        if component in ("quantization", "attention") and _NOT_SUPPORTED.search(root.message):
+            mapped = ("unsupported_arch", 0.7)
+        if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
+            mapped = None  # an error in the cache code that is not about its size
+        if mapped is not None:
+            found.append(Evidence("component", mapped[0], COMPONENT_PRIORITY, mapped[1], root.index,
+                                  f"the root cause's innermost frames are in {component}",
+                                  list(library.class_remedies.get(mapped[0], []))))
+    for event in events.events:
+        if event.kind != "stack_dump" or event.idle or event.first_index < start_line:
+            continue
+        component = failing_component(event.frames)
+        if component in STACK_HANG_PRIORITY:
+            diagnosis_class: DiagnosisClass = "spec_decode_problem" if component == "speculative" else "nccl_hang"
+            found.append(Evidence("stack", diagnosis_class, STACK_HANG_PRIORITY[component], 0.65, event.index,
+                                  f"a stuck thread's stack is in {component}",
+                                  list(library.class_remedies.get(diagnosis_class, []))))
+            break
+    return found
+
+
+def phase_evidence(phase: Phase, failure_index: int | None, library: SignatureLibrary) -> list[Evidence]:
+    """A failure during a start-up phase points (weakly) at what that phase does."""
+    mapped = _PHASE_CLASS.get(phase)
+    if mapped is None or failure_index is None:
+        return []
+    return [Evidence("phase", mapped[0], PHASE_PRIORITY[phase], mapped[1], failure_index,
+                     f"the failure came while start-up was in the {phase} phase",
+                     list(library.class_remedies.get(mapped[0], [])))]
+
+
+def exit_evidence(exit_code: int | None, index: int | None, library: SignatureLibrary) -> list[Evidence]:
+    """A process that died from a signal was killed from outside, or crashed outside Python."""
+    remedies = list(library.class_remedies["process_killed"])
+    if exit_code in KILLED_EXIT_CODES:
+        return [Evidence("exit", "process_killed", 28, 0.7, index, f"the process exited with {exit_code} (SIGKILL)",
+                         remedies, "The process was killed with SIGKILL.")]
+    if exit_code in SIGNAL_EXIT_CODES:
+        return [Evidence("exit", "process_killed", 27, 0.6, index, f"the process died from a signal (exit {exit_code})",
+                         ["inspect_traceback", *remedies], "The process died from a signal (abort or segfault).")]
+    return []
+
+
+def root_cause(events: LogEvents, start_line: int) -> ErrorEvent | None:
+    """The first real error at or after ``start_line``: an exception or a crash (not an echo of one), else
+    the traceback fragment whose frames name a component (a log cut before its exception line)."""
+    candidates = [event for event in events.real() if event.first_index >= start_line]
+    for event in candidates:
+        if event.kind in ("exception", "crash"):
+            return event
+    fragments = [event for event in candidates if event.kind == "truncated"]
+    named = [event for event in fragments if failing_component(event.frames) is not None]
+    if named:
+        return named[0]
+    return fragments[-1] if fragments else None

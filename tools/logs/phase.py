@@ -1,0 +1,60 @@
+"""How far start-up got: the phase of the last milestone line in the log.
+
+Milestones are data (``[[milestones]]`` in ``signatures.toml``): launch, distributed initialisation,
+weights, the drafter, memory profiling and the KV cache, compilation, CUDA graphs, the HTTP server,
+ready, and serving (batches and answered requests). The phase is that of the latest milestone line;
+an error is read against it (a failure while the drafter loads points at the drafter).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from tools.logs.library import SignatureLibrary
+from tools.logs.window import LogWindow
+
+Phase = Literal["not_started", "launch", "distributed_init", "weights", "weights_done", "drafter",
+                "memory_profiling", "compile", "cuda_graph", "cuda_graph_done", "server", "ready", "serving"]
+PHASE_ORDER: tuple[Phase, ...] = ("not_started", "launch", "distributed_init", "weights", "weights_done", "drafter",
+                                  "memory_profiling", "compile", "cuda_graph", "cuda_graph_done", "server",
+                                  "ready", "serving")
+_TAIL_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class PhaseSeen:
+    phase: Phase
+    index: int | None  # line of the milestone
+
+
+def _combined(library: SignatureLibrary) -> re.Pattern[str]:
+    parts = [f"(?P<m{number}>{milestone.pattern})" for number, milestone in enumerate(library.milestones)]
+    return re.compile("|".join(parts), re.MULTILINE)
+
+
+def _stage(library: SignatureLibrary, match: re.Match[str]) -> Phase:
+    name = match.lastgroup or "m0"
+    return library.milestones[int(name[1:])].stage
+
+
+def last_phase(window: LogWindow, library: SignatureLibrary, before: int | None = None) -> PhaseSeen:
+    """The latest milestone (before line ``before`` when given), searching growing tails of the text."""
+    regex = _combined(library)
+    text = window.text if before is None else window.text[:window.text_start_of(before)]
+    size = _TAIL_CHARS
+    while True:
+        start = max(len(text) - size, 0)
+        last = None
+        for last in regex.finditer(text, start):  # noqa: B007 - only the final match is wanted
+            pass
+        if last is not None:
+            return PhaseSeen(_stage(library, last), window.line_index_at(last.start()))
+        if start == 0:
+            return PhaseSeen("not_started", None)
+        size *= 8
+
+
+def reached(phase: Phase, at_least: Phase) -> bool:
+    return PHASE_ORDER.index(phase) >= PHASE_ORDER.index(at_least)

@@ -1,0 +1,63 @@
+"""Taking a log line apart: the decorations around the text an engine wrote, and the text itself.
+
+Engine logs reach diagnosis wrapped in layers: terminal colour codes, ``docker compose`` service
+columns, quoting from a bug report, timestamps, log-level headers (``ERROR 05-23 09:31:47 [core.py:396]``),
+process tags (``(EngineCore_DP0 pid=123)``, ``(VllmWorker rank=0 pid=9)``) and rank tags (``[rank1]:``,
+``[2025-03-11 15:02:53 TP3]``). :func:`split_line` peels them off in any order and returns the message
+with the rank or process that wrote it, so that a traceback printed by eight ranks at once can be
+read as eight tracebacks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_COLOUR = re.compile(r"(?:\x1b|\^\[|#033)?\[(?:\d{1,3};)*\d{1,3}m")
+# Each pattern is anchored at the start; group "origin" names the writer when the prefix says so.
+_PREFIXES = [
+    re.compile(r"[\w.-]+\s+\| "),  # docker compose service column
+    re.compile(r"(?:> ?)+(?=\S)"),  # quoted in a bug report
+    re.compile(r"\s*\| "),  # table-style pasting
+    re.compile(r"\[?\d{4}-\d\d-\d\dT[\d:.]+Z\]? ?"),  # ISO timestamps of log collectors
+    re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+"),  # short collector timestamps
+    re.compile(r"\s*\((?P<origin>[^()]*?pid=\d+[^()]*|raylet)\)\s?"),  # (EngineCore_DP0 pid=1), (raylet)
+    re.compile(r"\[(?P<origin>rank\d+)\]:\s?"),  # torch elastic / c10d rank prefix
+    re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) \d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\]\s?"),
+    re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?P<origin> (?:[A-Z]{2,3}\d+ ?)+)?\]\s?"),  # SGLang
+    re.compile(r"\d{4}-\d\d-\d\d [\d:,.]+ - [\w.]+ - (?P<level>[A-Z]+) - "),  # Python logging format
+    re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [A-Z] \d+ \d+\] [\w.]+:\d+: "),  # Ray's C++ logger
+]
+_RECORD_PREFIXES = frozenset({7, 8, 9})  # prefixes that start a new log record
+
+
+@dataclass(frozen=True)
+class LineParts:
+    text: str  # what the program wrote, prefixes removed
+    origin: str | None  # "TP3", "rank1", "EngineCore_DP0 pid=1", ...
+    level: str | None  # INFO / WARNING / ERROR when the prefix carries one
+    record_start: bool  # a log header started this line (not a continuation of the previous record)
+
+
+def split_line(line: str) -> LineParts:
+    """The message of one log line and who wrote it; cheap for lines without decorations."""
+    text = _COLOUR.sub("", line) if ("[" in line and "m" in line) else line
+    origin: str | None = None
+    level: str | None = None
+    record_start = False
+    for _ in range(8):
+        for position, pattern in enumerate(_PREFIXES):
+            match = pattern.match(text)
+            if match is None or match.end() == 0:
+                continue
+            groups = match.groupdict()
+            if groups.get("origin"):
+                origin = groups["origin"].strip()
+            if groups.get("level"):
+                level = groups["level"]
+            record_start = record_start or position in _RECORD_PREFIXES
+            text = text[match.end():]
+            break
+        else:
+            break
+    return LineParts(text=text, origin=origin, level=level, record_start=record_start)

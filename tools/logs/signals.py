@@ -1,0 +1,93 @@
+"""Whole-log signals that are not errors: which engine wrote it, its ready line, loading progress, the
+speculative acceptance rate, and whether it went quiet right after NCCL initialisation."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from tools.logs.library import SignatureLibrary
+from tools.logs.window import LogWindow
+
+EngineGuess = Literal["sglang", "vllm", "unknown"]
+LOW_ACCEPT_LENGTH = 1.3
+SAMPLE_CHARS = 64 * 1024  # engine detection looks at this much of the head and of the tail
+ACCEPT_SCAN_CHARS = 256 * 1024  # acceptance is judged on the most recent decode lines
+_SGLANG_MARKS = re.compile(r"sglang|\[TP\d+\]|server_args=ServerArgs|fired up and ready to roll")
+_VLLM_MARKS = re.compile(r"vllm|vLLM|\(APIServer pid=|EngineCore|VllmWorker|\[core\.py:\d+\]")
+_ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)")
+# SGLang <= 0.5.20 / >= 0.5.21 and vLLM wording of the distributed-init start (from the release data).
+_NCCL_INIT = re.compile(
+    r"NCCL INFO|Init torch distributed begin|Init parallel begin|"
+    r"rank \d+ in world size \d+ is assigned as|init_process_group|ncclCommInitRank"
+)
+
+
+def detect_engine(window: LogWindow) -> EngineGuess:
+    sample = window.text[:SAMPLE_CHARS] + window.text[-SAMPLE_CHARS:]
+    sglang = len(_SGLANG_MARKS.findall(sample))
+    vllm = len(_VLLM_MARKS.findall(sample))
+    if sglang == vllm == 0:
+        return "unknown"
+    return "sglang" if sglang >= vllm else "vllm"
+
+
+def last_match(window: LogWindow, regex: re.Pattern[str]) -> re.Match[str] | None:
+    """The last match in the window, searching growing suffixes so that recent matches are cheap."""
+    text = window.text
+    size = SAMPLE_CHARS
+    while True:
+        start = max(len(text) - size, 0)
+        last = None
+        for last in regex.finditer(text, start):  # noqa: B007 - only the final match is wanted
+            pass
+        if last is not None or start == 0:
+            return last
+        size *= 8
+
+
+def last_ready(window: LogWindow, library: SignatureLibrary, engine: str | None) -> int | None:
+    best: int | None = None
+    for ready in library.ready:
+        if engine in ("sglang", "vllm") and ready.engine != engine:
+            continue
+        match = last_match(window, ready.regex)
+        if match is not None:
+            index = window.line_index_at(match.start())
+            best = index if best is None else max(best, index)
+    return best
+
+
+def last_progress(window: LogWindow, library: SignatureLibrary) -> tuple[int, str, str] | None:
+    """(line index, stage, message) of the latest loading-progress line."""
+    best: tuple[int, str, str] | None = None
+    for progress in library.progress:
+        match = last_match(window, progress.regex)
+        if match is None:
+            continue
+        index = window.line_index_at(match.start())
+        if best is None or index > best[0]:
+            best = (index, progress.stage, progress.describe(match))
+    return best
+
+
+def low_acceptance(window: LogWindow) -> tuple[int, float] | None:
+    values: list[tuple[int, float]] = []
+    for match in _ACCEPT.finditer(window.text, max(len(window.text) - ACCEPT_SCAN_CHARS, 0)):
+        value = float(match.group("value") or match.group("vllm"))
+        values.append((window.line_index_at(match.start()), value))
+    recent = values[-20:]
+    if len(recent) < 3:
+        return None
+    mean = sum(value for _, value in recent) / len(recent)
+    return (recent[-1][0], mean) if mean < LOW_ACCEPT_LENGTH else None
+
+
+def nccl_init_tail(window: LogWindow, progress: tuple[int, str, str] | None) -> int | None:
+    """The NCCL-initialisation line the log stopped at, if it stopped there."""
+    match = last_match(window, _NCCL_INIT)
+    if match is None:
+        return None
+    at_tail = (progress is not None and progress[1] == "distributed_init") or bool(
+        _NCCL_INIT.search(window.lines[-1]))
+    return window.line_index_at(match.start()) if at_tail else None
