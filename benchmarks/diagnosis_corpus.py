@@ -21,6 +21,7 @@ import time
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +62,21 @@ def load_part(directory: Path, default_split: str) -> list[dict[str, Any]]:
 
 
 def run_entry(entry: dict[str, Any]) -> Outcome:
-    hints = DiagnosisHints(exit_code=entry.get("exit_code"), process_alive=entry.get("process_alive"),
-                           seconds_since_output=entry.get("seconds_since_output"))
+    hints = DiagnosisHints(
+        exit_code=entry.get("exit_code"),
+        process_alive=entry.get("process_alive"),
+        seconds_since_output=entry.get("seconds_since_output"),
+    )
     diagnosis = diagnose_text(Path(entry["path"]).read_text(encoding="utf-8", errors="replace"), hints)
-    return Outcome(entry["id"], entry["split"], entry["class"], diagnosis.diagnosis_class, diagnosis.raw_confidence,
-                   diagnosis.confidence, diagnosis.key_line)
+    return Outcome(
+        entry["id"],
+        entry["split"],
+        entry["class"],
+        diagnosis.diagnosis_class,
+        diagnosis.raw_confidence,
+        diagnosis.confidence,
+        diagnosis.key_line,
+    )
 
 
 def bands(outcomes: list[Outcome], *, raw: bool) -> list[Band]:
@@ -75,8 +86,23 @@ def bands(outcomes: list[Outcome], *, raw: bool) -> list[Band]:
         band = band_of(outcome.raw_confidence if raw else outcome.confidence)
         counts[band] += 1
         right[band] += outcome.right
-    return [Band(low=low, high=high, count=counts[(low, high)], correct=right[(low, high)])
-            for low, high in zip(BAND_EDGES, BAND_EDGES[1:], strict=False)]
+    return [
+        Band(low=low, high=high, count=counts[(low, high)], correct=right[(low, high)])
+        for low, high in pairwise(BAND_EDGES)
+    ]
+
+
+def band_table(outcomes: list[Outcome], *, raw: bool) -> list[dict[str, Any]]:
+    return [
+        {
+            "low": band.low,
+            "high": band.high,
+            "count": band.count,
+            "correct": band.correct,
+            "right_rate": round(band.correct / band.count, 2) if band.count else None,
+        }
+        for band in bands(outcomes, raw=raw)
+    ]
 
 
 def report(outcomes: list[Outcome], show_misses: bool) -> dict[str, Any]:
@@ -87,19 +113,27 @@ def report(outcomes: list[Outcome], show_misses: bool) -> dict[str, Any]:
         figures["correct"] += outcome.right
     correct = sum(outcome.right for outcome in outcomes)
     result: dict[str, Any] = {
-        "count": len(outcomes), "correct": correct,
+        "count": len(outcomes),
+        "correct": correct,
         "accuracy": round(correct / len(outcomes), 3) if outcomes else None,
         "per_class": dict(sorted(per_class.items())),
         "no_failure_logs": sum(outcome.truth in NO_FAILURE_CLASSES for outcome in outcomes),
         "healthy_flagged": sum(outcome.healthy_flagged for outcome in outcomes),
-        "confidence_bands": [{"low": band.low, "high": band.high, "count": band.count, "correct": band.correct,
-                              "right_rate": round(band.correct / band.count, 2) if band.count else None}
-                             for band in bands(outcomes, raw=False)],
+        "confidence_bands": band_table(outcomes, raw=False),  # the confidence reported (calibrated)
+        "raw_confidence_bands": band_table(outcomes, raw=True),  # the evidence's own score
     }
     if show_misses:
-        result["misses"] = [{"id": outcome.id, "class": outcome.truth, "got": outcome.got,
-                             "confidence": outcome.confidence, "key_line": (outcome.key_line or "")[:160]}
-                            for outcome in outcomes if not outcome.right]
+        result["misses"] = [
+            {
+                "id": outcome.id,
+                "class": outcome.truth,
+                "got": outcome.got,
+                "confidence": outcome.confidence,
+                "key_line": (outcome.key_line or "")[:160],
+            }
+            for outcome in outcomes
+            if not outcome.right
+        ]
     return result
 
 
@@ -107,8 +141,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="Corpus directory (index.toml, logs/)")
     parser.add_argument("--show-misses", default="tune", help="Comma-separated parts whose misses are listed")
-    parser.add_argument("--write-calibration", action="store_true",
-                        help=f"Write the confidence bands of the tune split to {CALIBRATION.relative_to(REPO_ROOT)}")
+    parser.add_argument(
+        "--write-calibration",
+        action="store_true",
+        help=f"Write the confidence bands of the tune split to {CALIBRATION.relative_to(REPO_ROOT)}",
+    )
     options = parser.parse_args(argv)
     started = time.perf_counter()
     entries = load_part(options.corpus, "tune")
@@ -116,21 +153,36 @@ def main(argv: list[str] | None = None) -> None:
         entries += load_part(options.corpus / "real_vllm", "real_vllm")
     outcomes = [run_entry(entry) for entry in entries]
     shown = {part.strip() for part in options.show_misses.split(",") if part.strip()}
-    parts = {part: report([outcome for outcome in outcomes if outcome.part == part], part in shown)
-             for part in sorted({outcome.part for outcome in outcomes})}
+    parts = {
+        part: report([outcome for outcome in outcomes if outcome.part == part], part in shown)
+        for part in sorted({outcome.part for outcome in outcomes})
+    }
     if options.write_calibration:
         tune_bands = bands([outcome for outcome in outcomes if outcome.part == "tune"], raw=True)
-        CALIBRATION.write_text(render_table(tune_bands, load_calibration().threshold,
-                                            f"{options.corpus.name}: tune split, {len(tune_bands)} bands"),
-                               encoding="utf-8")
+        CALIBRATION.write_text(
+            render_table(
+                tune_bands, load_calibration().threshold, f"{options.corpus.name}: tune split, {len(tune_bands)} bands"
+            ),
+            encoding="utf-8",
+        )
         note(f"wrote {CALIBRATION}")
     for part, figures in parts.items():
-        note(f"{part}: {figures['correct']}/{figures['count']} right ({figures['accuracy']}), "
-             f"healthy flagged {figures['healthy_flagged']} of {figures['no_failure_logs']}")
-    emit({"benchmark": "diagnosis_corpus", "corpus": str(options.corpus.relative_to(REPO_ROOT))
-          if options.corpus.is_relative_to(REPO_ROOT) else str(options.corpus),
-          "threshold": load_calibration().threshold, "parts": parts,
-          "wall_seconds": round(time.perf_counter() - started, 2), "machine": machine()})
+        note(
+            f"{part}: {figures['correct']}/{figures['count']} right ({figures['accuracy']}), "
+            f"healthy flagged {figures['healthy_flagged']} of {figures['no_failure_logs']}"
+        )
+    emit(
+        {
+            "benchmark": "diagnosis_corpus",
+            "corpus": str(options.corpus.relative_to(REPO_ROOT))
+            if options.corpus.is_relative_to(REPO_ROOT)
+            else str(options.corpus),
+            "threshold": load_calibration().threshold,
+            "parts": parts,
+            "wall_seconds": round(time.perf_counter() - started, 2),
+            "machine": machine(),
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,18 @@ def render(diagnosis: Diagnosis) -> str:
     lines = [heading, diagnosis.summary]
     if diagnosis.key_line is not None:
         lines.append(f"{where}: {diagnosis.key_line}")
-    if diagnosis.progress:
-        lines.append(f"last loading stage: {diagnosis.progress}")
+    root = diagnosis.root_cause
+    if root is not None:
+        frame = f" in {root.frames[0].function} ({root.frames[0].file})" if root.frames else ""
+        lines.append(f"root cause: {root.type or 'traceback'}{': ' + root.message[:160] if root.message else ''}"
+                     f"{frame}; component {root.component or 'unknown'}")
+    lines.append(f"phase reached: {diagnosis.phase}" + (f" ({diagnosis.progress})" if diagnosis.progress else ""))
+    if diagnosis.findings:
+        lines.append(f"findings: {', '.join(diagnosis.findings)}")
+    for alternative in diagnosis.alternatives:
+        lines.append(f"also possible: {alternative.diagnosis_class} ({alternative.confidence:.2f}): {alternative.why}")
+    for hint in diagnosis.engine_hints:
+        lines.append(f"engine says: {hint.evidence[:160]}  {json.dumps(hint.action)}")
     for number, remedy in enumerate(diagnosis.remedies, start=1):
         action = f"  {json.dumps(remedy.action)}" if remedy.action else ""
         lines.append(f"{number}. {remedy.text}{action}")
@@ -40,7 +50,8 @@ def diagnose(
     ] = 600.0,
     json_output: JsonOption = False,
 ) -> None:
-    """Classify an engine log (healthy, loading, nccl_hang, cuda_oom, ...) and suggest remedies."""
+    """Classify an engine log (healthy, loading, nccl_hang, cuda_oom, ...): root cause, start-up phase, the
+    engine's own advice, and remedies."""
     with usage_errors():
         if not logfile.is_file():
             raise UsageError(f"{logfile} is not a file")

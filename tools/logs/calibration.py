@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import tomllib
 from importlib import resources
+from itertools import pairwise
 
 from pydantic import BaseModel, Field
 
@@ -47,7 +48,7 @@ class Calibration(BaseModel):
 
 
 def band_of(raw: float) -> tuple[float, float]:
-    for low, high in zip(BAND_EDGES, BAND_EDGES[1:], strict=False):
+    for low, high in pairwise(BAND_EDGES):
         if low <= raw < high:
             return low, high
     return BAND_EDGES[-2], BAND_EDGES[-1]
@@ -55,11 +56,21 @@ def band_of(raw: float) -> tuple[float, float]:
 
 def render_table(bands: list[Band], threshold: float, source: str) -> str:
     """``calibration.toml`` text for the given bands."""
-    lines = ["# Written by benchmarks/diagnosis_corpus.py --write-calibration; do not edit by hand.",
-             f"threshold = {threshold}", f'source = "{source}"', ""]
+    lines = [
+        "# Written by benchmarks/diagnosis_corpus.py --write-calibration; do not edit by hand.",
+        f"threshold = {threshold}",
+        f'source = "{source}"',
+        "",
+    ]
     for band in bands:
-        lines += ["[[bands]]", f"low = {band.low}", f"high = {band.high}", f"count = {band.count}",
-                  f"correct = {band.correct}", ""]
+        lines += [
+            "[[bands]]",
+            f"low = {band.low}",
+            f"high = {band.high}",
+            f"count = {band.count}",
+            f"correct = {band.correct}",
+            "",
+        ]
     return "\n".join(lines)
 
 

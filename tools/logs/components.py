@@ -15,31 +15,63 @@ from typing import Literal
 from tools.logs.events import Frame
 
 Component = Literal[
-    "cuda_graph", "speculative", "quantization", "weight_loader", "kv_cache", "distributed",
-    "attention", "model_config", "http_server", "scheduler", "compile", "sampling", "model",
+    "cuda_graph",
+    "speculative",
+    "quantization",
+    "weight_loader",
+    "kv_cache",
+    "distributed",
+    "attention",
+    "model_config",
+    "http_server",
+    "scheduler",
+    "compile",
+    "sampling",
+    "model",
 ]
 
 # (component, path pattern, function pattern); the first row that matches a frame names it.
 _TABLE: list[tuple[Component, str, str]] = [
-    ("cuda_graph", r"cuda_graph_runner|torch/cuda/graphs\.py|cudagraph|graph_runner",
-     r"^(?:capture\w*|_capture_cudagraphs|init_cuda_graphs|init_device_graphs)$"),
-    ("speculative", r"/speculative/|/spec_decode/|eagle|medusa|/draft|_mtp|proposer|ngram_worker",
-     r"draft|eagle|speculative|propose"),
-    ("quantization", r"/quantization/|fp8|marlin|awq|gptq|w8a8|modelopt|compressed_tensors|mxfp4",
-     r"quant"),
-    ("weight_loader", r"/model_loader/|weight_utils|safetensors|/loader\.py",
-     r"^(?:load_weights|_load_weights|load_model|weight_loader|_load_module|\w*weights_iterator|get_model"
-     r"|load_weights_and_postprocess)$"),
-    ("kv_cache", r"kv_cache|mem_cache|memory_pool|allocator|block_manager|cache_engine",
-     r"kv_cache|memory_pool|profile_max_num_token|determine_available_memory|alloc_|init_memory_pool"),
-    ("distributed", r"/distributed/|pynccl|parallel_state|device_communicators|custom_all_reduce"
-     r"|libnccl|ProcessGroupNCCL|c10d",
-     r"nccl|all_reduce|allreduce|all_gather|broadcast|recv_object|send_object|init_process_group"
-     r"|ProcessGroupNCCL|Watchdog"),
-    ("attention", r"/attention/|flashinfer|flash_attn|flashmla|/fa3|triton_backend|xformers",
-     r"^(?:begin_forward|plan|forward_decode|forward_extend_attn)$"),
-    ("model_config", r"transformers_utils/config|models/registry|configuration_utils|huggingface_hub"
-     r"|arg_utils|server_args|hf_transformers_utils", r"^(?:get_config|create_model_config|_try_inspect\w*)$"),
+    (
+        "cuda_graph",
+        r"cuda_graph_runner|torch/cuda/graphs\.py|cudagraph|graph_runner",
+        r"^(?:capture\w*|_capture_cudagraphs|init_cuda_graphs|init_device_graphs)$",
+    ),
+    (
+        "speculative",
+        r"/speculative/|/spec_decode/|eagle|medusa|/draft|_mtp|proposer|ngram_worker",
+        r"draft|eagle|speculative|propose",
+    ),
+    ("quantization", r"/quantization/|fp8|marlin|awq|gptq|w8a8|modelopt|compressed_tensors|mxfp4", r"quant"),
+    (
+        "weight_loader",
+        r"/model_loader/|weight_utils|safetensors|/loader\.py",
+        r"^(?:load_weights|_load_weights|load_model|weight_loader|_load_module|\w*weights_iterator|get_model"
+        r"|load_weights_and_postprocess)$",
+    ),
+    (
+        "kv_cache",
+        r"kv_cache|mem_cache|memory_pool|allocator|block_manager|cache_engine",
+        r"kv_cache|memory_pool|profile_max_num_token|determine_available_memory|alloc_|init_memory_pool",
+    ),
+    (
+        "distributed",
+        r"/distributed/|pynccl|parallel_state|device_communicators|custom_all_reduce"
+        r"|libnccl|ProcessGroupNCCL|c10d",
+        r"nccl|all_reduce|allreduce|all_gather|broadcast|recv_object|send_object|init_process_group"
+        r"|ProcessGroupNCCL|Watchdog",
+    ),
+    (
+        "attention",
+        r"/attention/|flashinfer|flash_attn|flashmla|/fa3|triton_backend|xformers",
+        r"^(?:begin_forward|plan|forward_decode|forward_extend_attn)$",
+    ),
+    (
+        "model_config",
+        r"transformers_utils/config|models/registry|configuration_utils|huggingface_hub"
+        r"|arg_utils|server_args|hf_transformers_utils",
+        r"^(?:get_config|create_model_config|_try_inspect\w*)$",
+    ),
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
     ("compile", r"torch/_dynamo|torch/_inductor|/compilation/", r"^$"),
     ("sampling", r"sampl|penaltylib|logits_processor", r"^$"),
@@ -50,8 +82,14 @@ _COMPILED = [(name, re.compile(path), re.compile(function)) for name, path, func
 # Components that explain an error wherever they appear among the innermost frames.
 _WRAPPERS: tuple[Component, ...] = ("cuda_graph", "speculative")
 # Otherwise the innermost frame with one of these decides.
-_LEAVES: tuple[Component, ...] = ("quantization", "weight_loader", "kv_cache", "distributed", "attention",
-                                  "model_config")
+_LEAVES: tuple[Component, ...] = (
+    "quantization",
+    "weight_loader",
+    "kv_cache",
+    "distributed",
+    "attention",
+    "model_config",
+)
 INNERMOST_FRAMES = 8
 
 

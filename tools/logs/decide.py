@@ -67,16 +67,44 @@ def decide(evidence: list[Evidence], calibration: Calibration, numbers: list[int
     winner, runner_up = ranked[0], (ranked[1] if len(ranked) > 1 else None)
     raw = _raw_confidence(winner, failures, runner_up)
     confidence = calibration.calibrate(raw)
-    alternatives = [Alternative(diagnosis_class=item.diagnosis_class, confidence=calibration.calibrate(item.confidence),
-                                why=item.why, line_number=numbers[item.index] if item.index is not None else None)
-                    for item in ranked[1:3]]
-    decision = Decision(winner.diagnosis_class, raw, confidence, winner.index, winner.summary, winner.why,
-                        list(winner.remedies), winner.signature, alternatives)
+    alternatives = [
+        Alternative(
+            diagnosis_class=item.diagnosis_class,
+            confidence=calibration.calibrate(item.confidence),
+            why=item.why,
+            line_number=numbers[item.index] if item.index is not None else None,
+        )
+        for item in ranked[1:]
+        if item.diagnosis_class != "unknown"
+    ][:2]
+    decision = Decision(
+        winner.diagnosis_class,
+        raw,
+        confidence,
+        winner.index,
+        winner.summary,
+        winner.why,
+        list(winner.remedies),
+        winner.signature,
+        alternatives,
+    )
     if winner.diagnosis_class != "unknown" and confidence < calibration.threshold:
-        first = Alternative(diagnosis_class=winner.diagnosis_class, confidence=confidence, why=winner.why,
-                            line_number=numbers[winner.index] if winner.index is not None else None)
-        decision = Decision("unknown", raw, confidence, winner.index,
-                            f"Not sure enough to name a cause (calibrated confidence {confidence:.2f}); most likely "
-                            f"{winner.diagnosis_class}: {winner.why}.", winner.why, ["inspect_traceback"],
-                            None, [first, *alternatives[:1]])
+        first = Alternative(
+            diagnosis_class=winner.diagnosis_class,
+            confidence=confidence,
+            why=winner.why,
+            line_number=numbers[winner.index] if winner.index is not None else None,
+        )
+        decision = Decision(
+            "unknown",
+            raw,
+            confidence,
+            winner.index,
+            f"Not sure enough to name a cause (calibrated confidence {confidence:.2f}); most likely "
+            f"{winner.diagnosis_class}: {winner.why}.",
+            winner.why,
+            ["inspect_traceback"],
+            None,
+            [first, *alternatives[:1]],
+        )
     return decision

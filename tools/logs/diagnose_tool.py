@@ -46,9 +46,10 @@ class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
     description = (
         "Classify an engine log into one of: healthy, loading, nccl_hang, nccl_error, cuda_oom, "
         "unsupported_arch, cuda_graph_capture_failure, port_in_use, model_load_error, spec_decode_problem, "
-        "process_killed, gpu_hardware_fault, unknown. Returns the most telling line with its number, a "
-        "confidence and concrete remedies (each with a machine-usable action). Reads only a bounded "
-        "head and tail of the log."
+        "process_killed, gpu_hardware_fault, warmup_failed, unknown. Returns the most telling line with its "
+        "number, the root cause (exception, message, failing component, frames), the start-up phase reached, "
+        "a calibrated confidence, concrete remedies and the engine's own advice (engine_hints), each with a "
+        "machine-usable action. Reads only a bounded head and tail of the log."
     )
     args_model = DiagnoseLogArgs
     output_model = DiagnoseLogOutput

@@ -16,30 +16,36 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from tools.logs.prefixes import split_line
+from tools.logs.prefixes import LineParts, split_line
 
 EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
-_INTERESTING = re.compile(r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)|frame #\d'
-                          r'|Thread \d+ \(')
+_INTERESTING = re.compile(
+    r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
+    r"|frame #\d|Thread \d+ \("
+)
 _PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>\d+),? in (?P<function>[\w<>.]+)')
 _SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?P<line>\d+)\)\s*$")
 _NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|KeyError)"
-    r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*)(?::\s?(?P<message>.*))?$")
+    r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*)(?::\s?(?P<message>.*))?$"
+)
 _INNERMOST_FIRST_HEADER = re.compile(r"\(most recent call first\)|^Thread \d+ \((?:active|idle)[^)]*\)")
 _CRASH = re.compile(r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received")
 _CHAIN = re.compile(r"^During handling of the above exception|^The above exception was the direct cause")
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
-_ECHO = re.compile(r"[Ss]ee root cause above|check the stack trace above for the root cause|Engine core initiali[sz]ation"
-                   r" failed|Engine process failed to start|Server process exited with code|WorkerProc "
-                   r"initiali[sz]ation failed")
+_ECHO = re.compile(
+    r"[Ss]ee root cause above|check the stack trace above for the root cause"
+    r"|Engine core initiali[sz]ation failed|Engine process failed to start"
+    r"|Server process exited with code|WorkerProc initiali[sz]ation failed"
+)
 _WRAPPED = re.compile(r"""(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
 _FUTURE = re.compile(r"""exception=(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
 _VALIDATION_REASON = re.compile(r"^\s*(?:Value|Assertion|Type) error, (?P<reason>.+)")
 _MAX_SOURCE_LINES = 3
 _MAX_CONTINUATION = 8
+_CRASH_PREAMBLE = 20  # lines between a signal report and its Python stack
 
 
 @dataclass
@@ -111,83 +117,125 @@ class _Parser:
 
     def feed(self, index: int, line: str) -> None:
         parts = split_line(line)
-        text = parts.text
-        frame, innermost_first = _frame(text)
-        if frame is not None:
-            if self.block is None:  # a fragment without its header; py-spy frames come from a live dump
-                kind: EventKind = "stack_dump" if _SPY_FRAME.match(text) else "truncated"
-                self.open(index, parts.origin, kind=kind, innermost_first=innermost_first)
-            assert self.block is not None
-            frame.index = index
-            self.block.frames.append(frame)
-            self.block.since_frame = 0
-            return
-        if "Traceback (most recent call last)" in text:
+        handlers = (self.on_frame, self.on_header, self.on_chain, self.on_crash, self.on_exception, self.on_future)
+        if not any(handler(index, parts) for handler in handlers):
+            self.on_other(index, parts.text)
+
+    def on_frame(self, index: int, parts: LineParts) -> bool:
+        frame, innermost_first = _frame(parts.text)
+        if frame is None:
+            return False
+        if self.block is None:  # a fragment without its header; py-spy frames come from a live dump
+            kind: EventKind = "stack_dump" if _SPY_FRAME.match(parts.text) else "truncated"
+            self.block = self.open(index, parts.origin, kind=kind, innermost_first=innermost_first)
+        frame.index = index
+        self.block.frames.append(frame)
+        self.block.since_frame = 0
+        return True
+
+    def on_header(self, index: int, parts: LineParts) -> bool:
+        if "Traceback (most recent call last)" in parts.text:
             self.close(index)
-            self.open(index, parts.origin, kind="truncated", innermost_first=False)
-            return
-        if _INNERMOST_FIRST_HEADER.search(text):
-            crash = self.block is not None and self.block.kind == "crash" and not self.block.frames
-            if not crash:
-                self.close(index)
-                self.open(index, parts.origin, kind="stack_dump", innermost_first=True)
-            assert self.block is not None
-            self.block.innermost_first = True
-            self.block.idle = "(idle)" in text
-            return
-        if _CHAIN.search(text):
+            self.block = self.open(index, parts.origin, kind="truncated", innermost_first=False)
+            return True
+        if not _INNERMOST_FIRST_HEADER.search(parts.text):
+            return False
+        block = self.block
+        if block is None or block.kind != "crash" or block.frames:  # a crash keeps its block for its stack
             self.close(index)
-            self.chain_pending = True
-            return
-        crash = _CRASH.search(text)
-        if crash is not None:
-            if self.block is not None and self.block.kind == "crash":
-                return
+            block = self.block = self.open(index, parts.origin, kind="stack_dump", innermost_first=True)
+        block.innermost_first = True
+        block.idle = "(idle)" in parts.text
+        return True
+
+    def on_chain(self, index: int, parts: LineParts) -> bool:
+        if not _CHAIN.search(parts.text):
+            return False
+        self.close(index)
+        self.chain_pending = True
+        return True
+
+    def on_crash(self, index: int, parts: LineParts) -> bool:
+        crash = _CRASH.search(parts.text)
+        if crash is None:
+            return False
+        if self.block is None or self.block.kind != "crash":
             self.close(index)
-            self.open(index, parts.origin, kind="crash", innermost_first=True)
-            assert self.block is not None
+            self.block = self.open(index, parts.origin, kind="crash", innermost_first=True)
             self.block.type = "Fatal Python error" if crash.group("message") else crash.group("signal")
             self.block.message = crash.group("message") or f"{crash.group('signal')} received"
-            return
-        exception = _EXCEPTION.match(text.strip()) if parts.level not in ("INFO", "DEBUG", "WARNING") else None
-        if exception is not None:
-            self.finish_exception(index, parts.origin, exception)
-            return
-        future = _FUTURE.search(text)
-        if future is not None:
-            self.close(index)
-            self.events.append(ErrorEvent(kind="exception", first_index=index, index=index, type=future.group("type"),
-                                          message=future.group("message"), origin=parts.origin))
-            self.last_event_line = index
-            return
-        if self.block is not None:
-            if self.block.kind == "crash" and not self.block.frames and index - self.block.first_index <= 20:
-                return  # register dumps and blank lines between the signal and its Python stack
-            if _blank(text):
-                if not self.block.frames:
-                    self.close(index)
-                return
-            self.block.since_frame += 1
-            if self.block.frames and self.block.since_frame <= _MAX_SOURCE_LINES and (
-                    text.startswith(" ") or _CARET.match(text) or text.startswith("raise ")):
-                self.source_lines.add(index)
-            elif self.block.since_frame > _MAX_SOURCE_LINES:
-                self.close(index)
+        return True
 
-    def open(self, index: int, origin: str | None, *, kind: EventKind, innermost_first: bool) -> None:
-        self.block = _Block(kind=kind, first_index=index, innermost_first=innermost_first, origin=origin,
-                            chained=self.chain_pending)
+    def on_exception(self, index: int, parts: LineParts) -> bool:
+        if parts.level in ("INFO", "DEBUG", "WARNING"):
+            return False
+        match = _EXCEPTION.match(parts.text.strip())
+        if match is None:
+            return False
+        self.finish_exception(index, parts.origin, match)
+        return True
+
+    def on_future(self, index: int, parts: LineParts) -> bool:
+        """``future: <Future finished exception=ValueError('...')>``: an exception an event loop dropped."""
+        future = _FUTURE.search(parts.text)
+        if future is None:
+            return False
+        self.close(index)
+        self.events.append(
+            ErrorEvent(
+                kind="exception",
+                first_index=index,
+                index=index,
+                type=future.group("type"),
+                message=future.group("message"),
+                origin=parts.origin,
+            )
+        )
+        self.last_event_line = index
+        return True
+
+    def on_other(self, index: int, text: str) -> None:
+        """A line inside an open block that is not a frame: a source line, a gap, or the block's end."""
+        block = self.block
+        if block is None:
+            return
+        if block.kind == "crash" and not block.frames and index - block.first_index <= _CRASH_PREAMBLE:
+            return  # register dumps and blank lines between the signal and its Python stack
+        if _blank(text):
+            if not block.frames:
+                self.close(index)
+            return
+        block.since_frame += 1
+        if (
+            block.frames
+            and block.since_frame <= _MAX_SOURCE_LINES
+            and (text.startswith(" ") or _CARET.match(text) or text.startswith("raise "))
+        ):
+            self.source_lines.add(index)
+        elif block.since_frame > _MAX_SOURCE_LINES:
+            self.close(index)
+
+    def open(self, index: int, origin: str | None, *, kind: EventKind, innermost_first: bool) -> _Block:
+        block = _Block(
+            kind=kind, first_index=index, innermost_first=innermost_first, origin=origin, chained=self.chain_pending
+        )
         self.chain_pending = False
+        return block
 
     def finish_exception(self, index: int, origin: str | None, match: re.Match[str]) -> None:
         block = self.block
         self.block = None
         frames = [] if block is None else block.frames
         innermost_first = block is not None and block.innermost_first
-        event = ErrorEvent(kind="exception", first_index=block.first_index if block else index, index=index,
-                           type=match.group("type"), frames=frames if innermost_first else frames[::-1],
-                           origin=origin or (block.origin if block else None),
-                           chained=(block.chained if block else self.chain_pending))
+        event = ErrorEvent(
+            kind="exception",
+            first_index=block.first_index if block else index,
+            index=index,
+            type=match.group("type"),
+            frames=frames if innermost_first else frames[::-1],
+            origin=origin or (block.origin if block else None),
+            chained=(block.chained if block else self.chain_pending),
+        )
         self.chain_pending = False
         event.message = self.message(index, (match.group("message") or "").strip())
         wrapped = _WRAPPED.search(event.message)
@@ -206,8 +254,14 @@ class _Parser:
                 break
             parts = split_line(self.lines[index + offset])
             text = parts.text
-            if (_blank(text) or parts.level != level or _frame(text)[0] is not None or "Traceback" in text
-                    or _CHAIN.search(text) or _EXCEPTION.match(text.strip())):
+            if (
+                _blank(text)
+                or parts.level != level
+                or _frame(text)[0] is not None
+                or "Traceback" in text
+                or _CHAIN.search(text)
+                or _EXCEPTION.match(text.strip())
+            ):
                 break
             reason = _VALIDATION_REASON.match(text)
             if reason is not None and len(pieces) == 1 and "validation error" in first:
@@ -221,10 +275,21 @@ class _Parser:
         if block is None or (not block.frames and block.kind != "crash"):
             return
         frames = block.frames if block.innermost_first else block.frames[::-1]
-        telling = frames[0].index if frames else block.first_index  # the innermost frame
-        self.events.append(ErrorEvent(kind=block.kind, first_index=block.first_index, index=telling,
-                                      type=block.type, message=block.message, frames=frames,
-                                      origin=block.origin, chained=block.chained, idle=block.idle))
+        # a crash is told by its own line; a stack by its innermost frame
+        telling = frames[0].index if frames and block.kind != "crash" else block.first_index
+        self.events.append(
+            ErrorEvent(
+                kind=block.kind,
+                first_index=block.first_index,
+                index=telling,
+                type=block.type,
+                message=block.message,
+                frames=frames,
+                origin=block.origin,
+                chained=block.chained,
+                idle=block.idle,
+            )
+        )
         self.last_event_line = index - 1 - block.since_frame
 
 

@@ -18,24 +18,31 @@ from tools.logs.phase import Phase
 from tools.logs.window import LogWindow
 
 LAST_LINES = 30
-_CAPACITY = re.compile(r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)",
-                       re.IGNORECASE)
+_CAPACITY = re.compile(
+    r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)", re.IGNORECASE
+)
 _NOT_SUPPORTED = re.compile(r"not supported|[Uu]nsupported|compute capability|architecture|\bsm_?\d+", re.IGNORECASE)
 # Priorities of structural evidence, between the specific signatures (77..100) and the generic ones (5..30).
 STACK_HANG_PRIORITY = {"speculative": 71, "distributed": 64}
 COMPONENT_PRIORITY = 65
-PHASE_PRIORITY = {"drafter": 40, "cuda_graph": 38, "weights": 30, "memory_profiling": 30}
+PHASE_PRIORITY = {"drafter": 40, "cuda_graph": 38}
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
-    "cuda_graph": ("cuda_graph_capture_failure", 0.75), "speculative": ("spec_decode_problem", 0.75),
-    "weight_loader": ("model_load_error", 0.7), "model_config": ("model_load_error", 0.65),
-    "kv_cache": ("cuda_oom", 0.65), "distributed": ("nccl_error", 0.65),
+    "cuda_graph": ("cuda_graph_capture_failure", 0.75),
+    "speculative": ("spec_decode_problem", 0.75),
+    "weight_loader": ("model_load_error", 0.7),
+    "model_config": ("model_load_error", 0.65),
+    "kv_cache": ("cuda_oom", 0.65),
+    "distributed": ("nccl_error", 0.65),
 }
 _PHASE_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
-    "drafter": ("spec_decode_problem", 0.55), "cuda_graph": ("cuda_graph_capture_failure", 0.5),
-    "weights": ("model_load_error", 0.45), "memory_profiling": ("cuda_oom", 0.45),
+    "drafter": ("spec_decode_problem", 0.55),
+    "cuda_graph": ("cuda_graph_capture_failure", 0.5),
 }
+# A crash in native code is explained by the component only where that component runs native code
+# that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
+_CRASH_COMPONENTS = ("cuda_graph", "distributed")
 KILLED_EXIT_CODES = (-9, 137)  # SIGKILL: the kernel OOM killer, an orchestrator, a person
-SIGNAL_EXIT_CODES = (-6, -11, 134, 139)  # SIGABRT / SIGSEGV: died in native code
+SIGNAL_EXIT_CODES = (-11, 139)  # SIGSEGV: died in native code (an abort is often an interpreter check)
 
 
 EvidenceSource = Literal["signature", "component", "stack", "phase", "exit", "acceptance", "error"]
@@ -54,8 +61,9 @@ class Evidence:
     signature: str | None = None
 
 
-def _first_match(regex: re.Pattern[str], window: LogWindow, skip: set[int], library: SignatureLibrary,
-                 start_line: int) -> int | None:
+def _first_match(
+    regex: re.Pattern[str], window: LogWindow, skip: set[int], library: SignatureLibrary, start_line: int
+) -> int | None:
     """Index of the first line at or after ``start_line`` that the regex matches and that is not harmless,
     an echo of source code or otherwise to be skipped."""
     position = window.text_start_of(start_line)
@@ -67,16 +75,25 @@ def _first_match(regex: re.Pattern[str], window: LogWindow, skip: set[int], libr
     return None
 
 
-def signature_evidence(window: LogWindow, library: SignatureLibrary, engine: str | None, start_line: int,
-                       skip: set[int], root: ErrorEvent | None) -> list[Evidence]:
+def signature_evidence(
+    window: LogWindow,
+    library: SignatureLibrary,
+    engine: str | None,
+    start_line: int,
+    skip: set[int],
+    root: ErrorEvent | None,
+) -> list[Evidence]:
     """The best match per class among the library's signatures, from ``start_line`` on."""
     best: dict[str, tuple[Signature, int, int]] = {}  # class -> (signature, line, supporters)
     for signature in library.signatures:
         if not signature.applies_to(engine):
             continue
         first = max(start_line, len(window.lines) - LAST_LINES) if signature.only_if_last else start_line
-        indexes = [index for regex in signature.regexes
-                   if (index := _first_match(regex, window, skip, library, first)) is not None]
+        indexes = [
+            index
+            for regex in signature.regexes
+            if (index := _first_match(regex, window, skip, library, first)) is not None
+        ]
         if not indexes:
             continue
         index = min(indexes)
@@ -90,37 +107,65 @@ def signature_evidence(window: LogWindow, library: SignatureLibrary, engine: str
     found = []
     for signature, index, supporters in best.values():
         line = root.index if signature.prefer_exception_line and root is not None else index
-        found.append(Evidence("signature", signature.diagnosis_class, signature.priority,
-                              signature.confidence + 0.02 * (supporters - 1), line,
-                              f"signature {signature.id} matches line {index + 1} of the window",
-                              list(signature.remedies), signature.summary, signature.id))
+        found.append(
+            Evidence(
+                "signature",
+                signature.diagnosis_class,
+                signature.priority,
+                signature.confidence + 0.02 * (supporters - 1),
+                line,
+                f"signature {signature.id} matches line {index + 1} of the window",
+                list(signature.remedies),
+                signature.summary,
+                signature.id,
+            )
+        )
     return found
 
 
-def component_evidence(events: LogEvents, root: ErrorEvent | None, start_line: int,
-                       library: SignatureLibrary) -> list[Evidence]:
+def component_evidence(
+    events: LogEvents, root: ErrorEvent | None, start_line: int, library: SignatureLibrary
+) -> list[Evidence]:
     """What the failing component says: from the root cause, and from the stacks of a hang."""
     found: list[Evidence] = []
     if root is not None:
         component = failing_component(root.frames)
         mapped = _COMPONENT_CLASS.get(component or "")
+        if root.kind == "crash" and component not in _CRASH_COMPONENTS:
+            mapped = None
         if component in ("quantization", "attention") and _NOT_SUPPORTED.search(root.message):
             mapped = ("unsupported_arch", 0.7)
         if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
             mapped = None  # an error in the cache code that is not about its size
         if mapped is not None:
-            found.append(Evidence("component", mapped[0], COMPONENT_PRIORITY, mapped[1], root.index,
-                                  f"the root cause's innermost frames are in {component}",
-                                  list(library.class_remedies.get(mapped[0], []))))
+            found.append(
+                Evidence(
+                    "component",
+                    mapped[0],
+                    COMPONENT_PRIORITY,
+                    mapped[1],
+                    root.index,
+                    f"the root cause's innermost frames are in {component}",
+                    list(library.class_remedies.get(mapped[0], [])),
+                )
+            )
     for event in events.events:
         if event.kind != "stack_dump" or event.idle or event.first_index < start_line:
             continue
         component = failing_component(event.frames)
         if component in STACK_HANG_PRIORITY:
             diagnosis_class: DiagnosisClass = "spec_decode_problem" if component == "speculative" else "nccl_hang"
-            found.append(Evidence("stack", diagnosis_class, STACK_HANG_PRIORITY[component], 0.65, event.index,
-                                  f"a stuck thread's stack is in {component}",
-                                  list(library.class_remedies.get(diagnosis_class, []))))
+            found.append(
+                Evidence(
+                    "stack",
+                    diagnosis_class,
+                    STACK_HANG_PRIORITY[component],
+                    0.65,
+                    event.index,
+                    f"a stuck thread's stack is in {component}",
+                    list(library.class_remedies.get(diagnosis_class, [])),
+                )
+            )
             break
     return found
 
@@ -130,20 +175,48 @@ def phase_evidence(phase: Phase, failure_index: int | None, library: SignatureLi
     mapped = _PHASE_CLASS.get(phase)
     if mapped is None or failure_index is None:
         return []
-    return [Evidence("phase", mapped[0], PHASE_PRIORITY[phase], mapped[1], failure_index,
-                     f"the failure came while start-up was in the {phase} phase",
-                     list(library.class_remedies.get(mapped[0], [])))]
+    return [
+        Evidence(
+            "phase",
+            mapped[0],
+            PHASE_PRIORITY[phase],
+            mapped[1],
+            failure_index,
+            f"the failure came while start-up was in the {phase} phase",
+            list(library.class_remedies.get(mapped[0], [])),
+        )
+    ]
 
 
 def exit_evidence(exit_code: int | None, index: int | None, library: SignatureLibrary) -> list[Evidence]:
     """A process that died from a signal was killed from outside, or crashed outside Python."""
     remedies = list(library.class_remedies["process_killed"])
     if exit_code in KILLED_EXIT_CODES:
-        return [Evidence("exit", "process_killed", 28, 0.7, index, f"the process exited with {exit_code} (SIGKILL)",
-                         remedies, "The process was killed with SIGKILL.")]
+        return [
+            Evidence(
+                "exit",
+                "process_killed",
+                28,
+                0.7,
+                index,
+                f"the process exited with {exit_code} (SIGKILL)",
+                remedies,
+                "The process was killed with SIGKILL.",
+            )
+        ]
     if exit_code in SIGNAL_EXIT_CODES:
-        return [Evidence("exit", "process_killed", 27, 0.6, index, f"the process died from a signal (exit {exit_code})",
-                         ["inspect_traceback", *remedies], "The process died from a signal (abort or segfault).")]
+        return [
+            Evidence(
+                "exit",
+                "process_killed",
+                27,
+                0.6,
+                index,
+                f"the process died from a signal (exit {exit_code})",
+                ["inspect_traceback", *remedies],
+                "The process died from a signal (abort or segfault).",
+            )
+        ]
     return []
 
 

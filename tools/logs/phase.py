@@ -15,11 +15,36 @@ from typing import Literal
 from tools.logs.library import SignatureLibrary
 from tools.logs.window import LogWindow
 
-Phase = Literal["not_started", "launch", "distributed_init", "weights", "weights_done", "drafter",
-                "memory_profiling", "compile", "cuda_graph", "cuda_graph_done", "server", "ready", "serving"]
-PHASE_ORDER: tuple[Phase, ...] = ("not_started", "launch", "distributed_init", "weights", "weights_done", "drafter",
-                                  "memory_profiling", "compile", "cuda_graph", "cuda_graph_done", "server",
-                                  "ready", "serving")
+Phase = Literal[
+    "not_started",
+    "launch",
+    "distributed_init",
+    "weights",
+    "weights_done",
+    "drafter",
+    "memory_profiling",
+    "compile",
+    "cuda_graph",
+    "cuda_graph_done",
+    "server",
+    "ready",
+    "serving",
+]
+PHASE_ORDER: tuple[Phase, ...] = (
+    "not_started",
+    "launch",
+    "distributed_init",
+    "weights",
+    "weights_done",
+    "drafter",
+    "memory_profiling",
+    "compile",
+    "cuda_graph",
+    "cuda_graph_done",
+    "server",
+    "ready",
+    "serving",
+)
 _TAIL_CHARS = 64 * 1024
 
 
@@ -42,7 +67,7 @@ def _stage(library: SignatureLibrary, match: re.Match[str]) -> Phase:
 def last_phase(window: LogWindow, library: SignatureLibrary, before: int | None = None) -> PhaseSeen:
     """The latest milestone (before line ``before`` when given), searching growing tails of the text."""
     regex = _combined(library)
-    text = window.text if before is None else window.text[:window.text_start_of(before)]
+    text = window.text if before is None else window.text[: window.text_start_of(before)]
     size = _TAIL_CHARS
     while True:
         start = max(len(text) - size, 0)

@@ -56,7 +56,7 @@ def split_line(line: str) -> LineParts:
             if groups.get("level"):
                 level = groups["level"]
             record_start = record_start or position in _RECORD_PREFIXES
-            text = text[match.end():]
+            text = text[match.end() :]
             break
         else:
             break

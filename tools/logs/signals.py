@@ -88,6 +88,5 @@ def nccl_init_tail(window: LogWindow, progress: tuple[int, str, str] | None) -> 
     match = last_match(window, _NCCL_INIT)
     if match is None:
         return None
-    at_tail = (progress is not None and progress[1] == "distributed_init") or bool(
-        _NCCL_INIT.search(window.lines[-1]))
+    at_tail = (progress is not None and progress[1] == "distributed_init") or bool(_NCCL_INIT.search(window.lines[-1]))
     return window.line_index_at(match.start()) if at_tail else None

@@ -1,0 +1,70 @@
+"""The diagnosis corpus of real engine logs: its index is complete, and diagnosis meets its targets on it.
+
+The evaluation runs as a person runs it (``python -m benchmarks.diagnosis_corpus``). Targets: at least
+90% right on the holdout part (never used to write rules) and on the real-vLLM part when present, and
+no log without a failure (``healthy``/``loading``) called a failure in any part.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+import typing
+from pathlib import Path
+
+from spine_helpers import agent_environment
+
+from tools.logs.library import DiagnosisClass
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CORPUS = REPO_ROOT / "tests" / "data" / "diagnosis_corpus"
+CLASSES = set(typing.get_args(DiagnosisClass))
+
+
+def index_entries(directory: Path) -> list[dict[str, typing.Any]]:
+    entries: list[dict[str, typing.Any]] = tomllib.loads((directory / "index.toml").read_text())["logs"]
+    return entries
+
+
+def test_every_corpus_log_is_indexed_with_source_class_and_fix() -> None:
+    entries = index_entries(CORPUS)
+    identifiers = [entry["id"] for entry in entries]
+    assert len(identifiers) == len(set(identifiers)) >= 80
+    assert {path.stem for path in (CORPUS / "logs").glob("*.log")} == set(identifiers)
+    for entry in entries:
+        assert entry["split"] in ("tune", "holdout"), entry["id"]
+        assert entry["source"].startswith("https://github.com/"), entry["id"]
+        assert entry["engine"] in ("sglang", "vllm", "nccl"), entry["id"]
+        assert entry["class"] in CLASSES, entry["id"]
+        assert len(entry["fix"]) > 20, entry["id"]
+        assert (CORPUS / "logs" / f"{entry['id']}.log").read_text().strip(), entry["id"]
+    holdout = [entry for entry in entries if entry["split"] == "holdout"]
+    assert len(holdout) >= 20
+    no_failure = [entry for entry in entries if entry["class"] in ("healthy", "loading")]
+    assert len(no_failure) >= 10, "healthy and still-loading logs are needed to measure false alarms"
+
+
+def test_corpus_accuracy_meets_the_targets() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.diagnosis_corpus", "--show-misses", "tune"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=agent_environment(),
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    document = json.loads(result.stdout)
+    parts = document["parts"]
+    assert parts["holdout"]["count"] >= 20 and parts["holdout"]["accuracy"] >= 0.9, parts["holdout"]
+    assert "misses" not in parts["holdout"]  # the holdout part is a figure, not a list to tune against
+    for name, part in parts.items():
+        assert part["healthy_flagged"] == 0, (name, part.get("misses"))
+        assert sum(band["count"] for band in part["confidence_bands"]) == part["count"]
+    if "real_vllm" in parts:
+        assert parts["real_vllm"]["accuracy"] >= 0.9, parts["real_vllm"]
+    total = sum(part["count"] for part in parts.values())
+    assert total >= 80
