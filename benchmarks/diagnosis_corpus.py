@@ -53,11 +53,22 @@ class Outcome:
         return self.truth in NO_FAILURE_CLASSES and self.got not in NO_FAILURE_CLASSES
 
 
+def _from_case(case: dict[str, Any]) -> dict[str, Any]:
+    """An entry of a captured-logs index (``[[cases]]`` with ``expected_class`` and ``file``) in corpus form."""
+    entry = {"id": case["id"], "class": case["expected_class"], "file": case.get("file", f"{case['id']}.log")}
+    if case.get("exit_code") is not None:
+        entry["exit_code"] = case["exit_code"]
+        entry["process_alive"] = False
+    return entry
+
+
 def load_part(directory: Path, default_split: str) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = tomllib.loads((directory / "index.toml").read_text(encoding="utf-8"))["logs"]
+    """The entries of one corpus part: ``[[logs]]`` (logs under ``logs/``) or ``[[cases]]`` (a ``file`` each)."""
+    index = tomllib.loads((directory / "index.toml").read_text(encoding="utf-8"))
+    entries: list[dict[str, Any]] = index.get("logs") or [_from_case(case) for case in index.get("cases", [])]
     for entry in entries:
         entry.setdefault("split", default_split)
-        entry["path"] = directory / "logs" / f"{entry['id']}.log"
+        entry["path"] = directory / entry["file"] if "file" in entry else directory / "logs" / f"{entry['id']}.log"
     return entries
 
 
@@ -140,6 +151,13 @@ def report(outcomes: list[Outcome], show_misses: bool) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="Corpus directory (index.toml, logs/)")
+    parser.add_argument(
+        "--real-vllm",
+        type=Path,
+        default=None,
+        help="A directory of captured real-vLLM logs to report as the real_vllm part "
+        "(default: CORPUS/real_vllm when it exists)",
+    )
     parser.add_argument("--show-misses", default="tune", help="Comma-separated parts whose misses are listed")
     parser.add_argument(
         "--write-calibration",
@@ -149,8 +167,9 @@ def main(argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     started = time.perf_counter()
     entries = load_part(options.corpus, "tune")
-    if (options.corpus / "real_vllm" / "index.toml").is_file():
-        entries += load_part(options.corpus / "real_vllm", "real_vllm")
+    real_vllm = options.real_vllm or options.corpus / "real_vllm"
+    if (real_vllm / "index.toml").is_file():
+        entries += load_part(real_vllm, "real_vllm")
     outcomes = [run_entry(entry) for entry in entries]
     shown = {part.strip() for part in options.show_misses.split(",") if part.strip()}
     parts = {

@@ -8,6 +8,7 @@ no log without a failure (``healthy``/``loading``) called a failure in any part.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -68,3 +69,25 @@ def test_corpus_accuracy_meets_the_targets() -> None:
         assert parts["real_vllm"]["accuracy"] >= 0.9, parts["real_vllm"]
     total = sum(part["count"] for part in parts.values())
     assert total >= 80
+
+
+def test_a_part_of_captured_engine_logs_is_reported_on_its_own(tmp_path: Path) -> None:
+    # The index format of captured real-engine runs: [[cases]] with expected_class, file and exit facts.
+    shutil.copy(CORPUS / "logs" / "vllm-30749-dev-mode-server-up.log", tmp_path / "up.log")
+    shutil.copy(CORPUS / "logs" / "vllm-15800-cpu-worker-killed-loading.log", tmp_path / "killed.log")
+    (tmp_path / "index.toml").write_text(
+        '[[cases]]\nid = "up"\nfile = "up.log"\nexpected_class = "healthy"\nready = true\n\n'
+        '[[cases]]\nid = "killed"\nfile = "killed.log"\nexpected_class = "process_killed"\nexit_code = -9\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.diagnosis_corpus", "--real-vllm", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=agent_environment(),
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    part = json.loads(result.stdout)["parts"]["real_vllm"]
+    assert part["count"] == 2 and part["correct"] == 2 and part["healthy_flagged"] == 0

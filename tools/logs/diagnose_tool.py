@@ -62,4 +62,8 @@ class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
         if diagnosis.key_line is not None:
             diagnosis.key_line = redact_text(diagnosis.key_line)
         diagnosis.evidence = [redact_text(line) for line in diagnosis.evidence]
+        if diagnosis.root_cause is not None:
+            diagnosis.root_cause.message = redact_text(diagnosis.root_cause.message)
+        for hint in diagnosis.engine_hints:
+            hint.evidence = redact_text(hint.evidence)
         return DiagnoseLogOutput.model_validate(diagnosis.model_dump(by_alias=True))
