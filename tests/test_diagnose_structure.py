@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spine_helpers import run_agent
+from support.cli import run_agent
 
 from tools.logs.calibration import Band, Calibration
 from tools.logs.decide import decide

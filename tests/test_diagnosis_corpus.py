@@ -15,7 +15,7 @@ import tomllib
 import typing
 from pathlib import Path
 
-from spine_helpers import agent_environment
+from support.cli import agent_environment
 
 from tools.logs.library import DiagnosisClass
 
