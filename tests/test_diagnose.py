@@ -6,11 +6,12 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from tools.logs.diagnose import DiagnosisHints, diagnose_file, diagnose_text
-from tools.logs.library import load_library, parse_library
+from tools.logs.library import DiagnosisClass, load_library, parse_library
 
 LOGS = Path(__file__).resolve().parent / "data" / "logs"
 
@@ -38,6 +39,8 @@ CASES = [
     ("sglang-sigkill.log", "process_killed", "killed by SIGKILL", "sglang"),
     ("vllm-xid79.log", "gpu_hardware_fault", "GPU has fallen off the bus", "vllm"),
     ("sglang-unknown.log", "unknown", "ImportError: libcudart.so.13", "sglang"),
+    ("sglang-rejected-flag.log", "config_error", "error: unrecognized arguments: --reasoning_parser", "unknown"),
+    ("vllm-attention-backend.log", "attention_backend_error", "is not valid for this configuration", "vllm"),
 ]
 
 
@@ -57,22 +60,8 @@ def test_realistic_logs_are_classified(name: str, expected: str, key_text: str, 
 
 
 def test_every_class_is_covered_by_a_realistic_log() -> None:
-    covered = {expected for _, expected, _, _ in CASES} | {"nccl_hang"}
-    assert covered == {
-        "healthy",
-        "loading",
-        "nccl_hang",
-        "nccl_error",
-        "cuda_oom",
-        "unsupported_arch",
-        "cuda_graph_capture_failure",
-        "port_in_use",
-        "model_load_error",
-        "spec_decode_problem",
-        "process_killed",
-        "gpu_hardware_fault",
-        "unknown",
-    }
+    covered = {expected for _, expected, _, _ in CASES} | {"nccl_hang", "warmup_failed"}
+    assert covered == set(get_args(DiagnosisClass))
 
 
 def test_json_shape_and_machine_usable_remedies() -> None:

@@ -27,8 +27,10 @@ def render(diagnosis: Diagnosis) -> str:
     root = diagnosis.root_cause
     if root is not None:
         frame = f" in {root.frames[0].function} ({root.frames[0].file})" if root.frames else ""
-        lines.append(f"root cause: {root.type or 'traceback'}{': ' + root.message[:160] if root.message else ''}"
-                     f"{frame}; component {root.component or 'unknown'}")
+        lines.append(
+            f"root cause: {root.type or 'traceback'}{': ' + root.message[:160] if root.message else ''}"
+            f"{frame}; component {root.component or 'unknown'}"
+        )
     lines.append(f"phase reached: {diagnosis.phase}" + (f" ({diagnosis.progress})" if diagnosis.progress else ""))
     if diagnosis.findings:
         lines.append(f"findings: {', '.join(diagnosis.findings)}")
@@ -46,7 +48,8 @@ def render(diagnosis: Diagnosis) -> str:
 def diagnose(
     logfile: Annotated[Path, typer.Argument(help="An engine log file.")],
     stale_after_seconds: Annotated[
-        float, typer.Option(help="A log silent this long right after NCCL initialisation counts as an NCCL hang.")
+        float,
+        typer.Option(help="A log silent this long with NCCL initialisation as its last start-up step is an NCCL hang."),
     ] = 600.0,
     json_output: JsonOption = False,
 ) -> None:

@@ -23,6 +23,7 @@ Component = Literal[
     "distributed",
     "attention",
     "model_config",
+    "engine_args",
     "http_server",
     "scheduler",
     "compile",
@@ -39,7 +40,7 @@ _TABLE: list[tuple[Component, str, str]] = [
     ),
     (
         "speculative",
-        r"/speculative/|/spec_decode/|eagle|medusa|/draft|_mtp|proposer|ngram_worker",
+        r"/speculative/|/spec_decode/|eagle|medusa|/draft|_mtp|proposer|ngram_worker|config/speculative",
         r"draft|eagle|speculative|propose",
     ),
     ("quantization", r"/quantization/|fp8|marlin|awq|gptq|w8a8|modelopt|compressed_tensors|mxfp4", r"quant"),
@@ -63,15 +64,18 @@ _TABLE: list[tuple[Component, str, str]] = [
     ),
     (
         "attention",
-        r"/attention/|flashinfer|flash_attn|flashmla|/fa3|triton_backend|xformers",
+        r"/attention/|flashinfer/(?:prefill|decode|attention|mla|cascade|sparse|pod)|flashinfer_backend|flash_attn"
+        r"|flashmla|/fa3|triton_backend|xformers",
         r"^(?:begin_forward|plan|forward_decode|forward_extend_attn)$",
     ),
     (
         "model_config",
-        r"transformers_utils/config|models/registry|configuration_utils|huggingface_hub"
-        r"|arg_utils|server_args|hf_transformers_utils",
-        r"^(?:get_config|create_model_config|_try_inspect\w*)$",
+        r"transformers_utils/config|models/registry|configuration_utils|huggingface_hub|hf_transformers_utils",
+        r"^(?:get_config|_try_inspect\w*)$",
     ),
+    # The engine's own checks of its arguments and of their combination (vLLM's EngineArgs and config
+    # classes, SGLang's ServerArgs).
+    ("engine_args", r"arg_utils|server_args|vllm/config(?:\.py|/)|/argparse\.py", r"^$"),
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
     ("compile", r"torch/_dynamo|torch/_inductor|/compilation/", r"^$"),
     ("sampling", r"sampl|penaltylib|logits_processor", r"^$"),
@@ -89,6 +93,7 @@ _LEAVES: tuple[Component, ...] = (
     "distributed",
     "attention",
     "model_config",
+    "engine_args",
 )
 INNERMOST_FRAMES = 8
 

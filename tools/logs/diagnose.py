@@ -3,9 +3,10 @@
 Structure before signatures: the bounded window of the log (head and tail) is parsed into error events
 (:mod:`tools.logs.events`); the first real error is the root cause, and its innermost frames name the
 failing component (:mod:`tools.logs.components`); milestone lines give the start-up phase
-(:mod:`tools.logs.phase`). Signatures from the library, the component, the phase and the process
-facts are evidence (:mod:`tools.logs.evidence`); the strongest wins (:mod:`tools.logs.decide`) and its
-confidence is calibrated on the diagnosis corpus. Advice the engine printed near the failure becomes
+(:mod:`tools.logs.phase`). Signatures from the library, the root cause's structure
+(:mod:`tools.logs.root_rules`), the phase and the process facts are evidence
+(:mod:`tools.logs.evidence`); the strongest wins (:mod:`tools.logs.decide`) and its confidence is
+calibrated on the diagnosis corpus. Advice the engine printed near the failure becomes
 ``engine_hints`` with machine-usable actions (:mod:`tools.logs.hints`).
 
 Lifecycle rules: once the engine said it was ready only what came after counts; an exited process is
@@ -22,19 +23,13 @@ from tools.logs.calibration import load_calibration
 from tools.logs.components import failing_component
 from tools.logs.decide import Decision, decide
 from tools.logs.events import ErrorEvent, LogEvents, parse_events
-from tools.logs.evidence import (
-    Evidence,
-    component_evidence,
-    exit_evidence,
-    phase_evidence,
-    root_cause,
-    signature_evidence,
-)
+from tools.logs.evidence import Evidence, exit_evidence, phase_evidence, root_cause, signature_evidence, stack_evidence
 from tools.logs.hints import engine_hints
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
 from tools.logs.lifecycle import no_failure_decision
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
+from tools.logs.root_rules import root_evidence
 from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance
 from tools.logs.window import LogWindow, read_window
 
@@ -85,7 +80,8 @@ class Diagnoser:
     def _evidence(self, events: LogEvents, root: ErrorEvent | None, start: int) -> list[Evidence]:
         engine = None if self.engine == "unknown" else self.engine
         found = signature_evidence(self.window, self.library, engine, start, events.source_lines, root)
-        found += component_evidence(events, root, start, self.library)
+        found += root_evidence(root, self.window, self.library)
+        found += stack_evidence(events, start, self.library)
         failure_lines = [
             item.index for item in found if item.index is not None and item.diagnosis_class not in NO_FAILURE_CLASSES
         ]

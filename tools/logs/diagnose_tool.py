@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, get_args
 
 from pydantic import Field
 
 from tools.base import Tool, ToolContext, ToolOutput
 from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
+from tools.logs.library import DiagnosisClass
 from tools.logs.tail_tool import LogTarget
 from tools.processes import resolve_process
 from tools.redact import redact_text
@@ -15,7 +16,9 @@ from tools.redact import redact_text
 
 class DiagnoseLogArgs(LogTarget):
     stale_after_seconds: float = Field(
-        600.0, gt=0, description="A log silent this long right after NCCL initialisation counts as an NCCL hang."
+        600.0,
+        gt=0,
+        description="A log silent this long with NCCL initialisation as its last start-up step counts as an NCCL hang.",
     )
 
 
@@ -44,9 +47,8 @@ def hints_for(
 class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
     name = "diagnose_log"
     description = (
-        "Classify an engine log into one of: healthy, loading, nccl_hang, nccl_error, cuda_oom, "
-        "unsupported_arch, cuda_graph_capture_failure, port_in_use, model_load_error, spec_decode_problem, "
-        "process_killed, gpu_hardware_fault, warmup_failed, unknown. Returns the most telling line with its "
+        f"Classify an engine log into one of: {', '.join(get_args(DiagnosisClass))}. "
+        "Returns the most telling line with its "
         "number, the root cause (exception, message, failing component, frames), the start-up phase reached, "
         "a calibrated confidence, concrete remedies and the engine's own advice (engine_hints), each with a "
         "machine-usable action. Reads only a bounded head and tail of the log."

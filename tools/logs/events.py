@@ -22,9 +22,11 @@ EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(
     r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
-    r"|frame #\d|Thread \d+ \("
+    r"|frame #\d|Thread \d+ \(|encountered !"
 )
 _PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>\d+),? in (?P<function>[\w<>.]+)')
+# A frame whose "line N, in function" part was wrapped onto a later line when the log was pasted.
+_WRAPPED_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+\.py)["”],?\s*$')
 _SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?P<line>\d+)\)\s*$")
 _NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
 _EXCEPTION = re.compile(
@@ -32,9 +34,15 @@ _EXCEPTION = re.compile(
     r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*)(?::\s?(?P<message>.*))?$"
 )
 _INNERMOST_FIRST_HEADER = re.compile(r"\(most recent call first\)|^Thread \d+ \((?:active|idle)[^)]*\)")
-_CRASH = re.compile(r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received")
+# Native crash reports: the interpreter's fault handler, glibc-style signal reports, and the banner of
+# the stack printer PyTorch-based programs install ("!!!!!!! Segfault encountered !!!!!!!").
+_CRASH = re.compile(
+    r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received"
+    r"|^!+ ?(?P<banner>\w+) encountered ?!+"
+)
 _CHAIN = re.compile(r"^During handling of the above exception|^The above exception was the direct cause")
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
+_TRAILING_PUNCTUATION = re.compile(r"[\s,:;.-]+$")
 _ECHO = re.compile(
     r"[Ss]ee root cause above|check the stack trace above for the root cause"
     r"|Engine core initiali[sz]ation failed|Engine process failed to start"
@@ -134,9 +142,15 @@ class _Parser:
         return True
 
     def on_header(self, index: int, parts: LineParts) -> bool:
-        if "Traceback (most recent call last)" in parts.text:
+        position = parts.text.find("Traceback (most recent call last)")
+        if position >= 0:
             self.close(index)
             self.block = self.open(index, parts.origin, kind="truncated", innermost_first=False)
+            # "Exception in worker ... init_device: NCCL error: ..., Traceback (most recent call last):" names
+            # the error in front of the header (after a colon); it stands for the traceback when the log
+            # is cut after it. A bare wrapper ("Scheduler hit an exception: Traceback ...") names none.
+            lead = _TRAILING_PUNCTUATION.sub("", parts.text[:position]).strip()
+            self.block.message = lead if ": " in lead else ""
             return True
         if not _INNERMOST_FIRST_HEADER.search(parts.text):
             return False
@@ -162,8 +176,12 @@ class _Parser:
         if self.block is None or self.block.kind != "crash":
             self.close(index)
             self.block = self.open(index, parts.origin, kind="crash", innermost_first=True)
-            self.block.type = "Fatal Python error" if crash.group("message") else crash.group("signal")
-            self.block.message = crash.group("message") or f"{crash.group('signal')} received"
+            if crash.group("message"):
+                self.block.type, self.block.message = "Fatal Python error", crash.group("message")
+            elif crash.group("signal"):
+                self.block.type, self.block.message = crash.group("signal"), f"{crash.group('signal')} received"
+            else:
+                self.block.type, self.block.message = crash.group("banner"), f"{crash.group('banner')} encountered"
         return True
 
     def on_exception(self, index: int, parts: LineParts) -> bool:
@@ -272,11 +290,12 @@ class _Parser:
     def close(self, index: int) -> None:
         block = self.block
         self.block = None
-        if block is None or (not block.frames and block.kind != "crash"):
+        if block is None or (not block.frames and block.kind != "crash" and not block.message):
             return
         frames = block.frames if block.innermost_first else block.frames[::-1]
-        # a crash is told by its own line; a stack by its innermost frame
-        telling = frames[0].index if frames and block.kind != "crash" else block.first_index
+        # a crash, or a header that carries the error, is told by its own line; a stack by its innermost frame
+        own_line = block.kind == "crash" or bool(block.message)
+        telling = frames[0].index if frames and not own_line else block.first_index
         self.events.append(
             ErrorEvent(
                 kind=block.kind,
@@ -287,6 +306,7 @@ class _Parser:
                 frames=frames,
                 origin=block.origin,
                 chained=block.chained,
+                echo=bool(_ECHO.search(block.message)),
                 idle=block.idle,
             )
         )
@@ -303,6 +323,9 @@ def _frame(text: str) -> tuple[Frame | None, bool]:
     match = _PY_FRAME.match(text)
     if match is not None:
         return Frame(match.group("path"), int(match.group("line")), match.group("function")), False
+    match = _WRAPPED_FRAME.match(text)
+    if match is not None:
+        return Frame(match.group("path"), None, "?"), False
     match = _SPY_FRAME.match(text) or _NATIVE_FRAME.match(text)
     if match is not None:
         line = match.groupdict().get("line")

@@ -2,7 +2,8 @@
 
 Each source proposes classes with a priority (which explanation wins when several apply: root causes
 above their consequences, specific wording above structure, structure above the phase) and a raw
-confidence. :func:`collect` gathers all of them for one log; :mod:`tools.logs.decide` picks the class.
+confidence; :mod:`tools.logs.decide` picks the class. Evidence from the root cause's structure is in
+:mod:`tools.logs.root_rules`.
 """
 
 from __future__ import annotations
@@ -15,32 +16,18 @@ from tools.logs.components import failing_component
 from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.library import DiagnosisClass, Signature, SignatureLibrary
 from tools.logs.phase import Phase
+from tools.logs.prefixes import split_line
 from tools.logs.window import LogWindow
 
 LAST_LINES = 30
-_CAPACITY = re.compile(
-    r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)", re.IGNORECASE
-)
-_NOT_SUPPORTED = re.compile(r"not supported|[Uu]nsupported|compute capability|architecture|\bsm_?\d+", re.IGNORECASE)
+_INFO_LEVELS = ("INFO", "DEBUG", "WARNING", "WARN")
 # Priorities of structural evidence, between the specific signatures (77..100) and the generic ones (5..30).
 STACK_HANG_PRIORITY = {"speculative": 71, "distributed": 64}
-COMPONENT_PRIORITY = 65
 PHASE_PRIORITY = {"drafter": 40, "cuda_graph": 38}
-_COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
-    "cuda_graph": ("cuda_graph_capture_failure", 0.75),
-    "speculative": ("spec_decode_problem", 0.75),
-    "weight_loader": ("model_load_error", 0.7),
-    "model_config": ("model_load_error", 0.65),
-    "kv_cache": ("cuda_oom", 0.65),
-    "distributed": ("nccl_error", 0.65),
-}
 _PHASE_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "drafter": ("spec_decode_problem", 0.55),
     "cuda_graph": ("cuda_graph_capture_failure", 0.5),
 }
-# A crash in native code is explained by the component only where that component runs native code
-# that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
-_CRASH_COMPONENTS = ("cuda_graph", "distributed")
 KILLED_EXIT_CODES = (-9, 137)  # SIGKILL: the kernel OOM killer, an orchestrator, a person
 SIGNAL_EXIT_CODES = (-11, 139)  # SIGSEGV: died in native code (an abort is often an interpreter check)
 
@@ -62,14 +49,21 @@ class Evidence:
 
 
 def _first_match(
-    regex: re.Pattern[str], window: LogWindow, skip: set[int], library: SignatureLibrary, start_line: int
+    regex: re.Pattern[str],
+    window: LogWindow,
+    skip: set[int],
+    library: SignatureLibrary,
+    start_line: int,
+    not_on_info_lines: bool = False,
 ) -> int | None:
     """Index of the first line at or after ``start_line`` that the regex matches and that is not harmless,
-    an echo of source code or otherwise to be skipped."""
+    an echo of source code, an INFO/WARNING line when the signature says so, or otherwise to be skipped."""
     position = window.text_start_of(start_line)
     while (match := regex.search(window.text, position)) is not None:
         index = window.line_index_at(match.start())
-        if index not in skip and not library.is_benign(window.lines[index]):
+        line = window.lines[index]
+        informational = not_on_info_lines and split_line(line).level in _INFO_LEVELS
+        if index not in skip and not informational and not library.is_benign(line):
             return index
         position = window.text_start_of(index + 1)
     return None
@@ -92,7 +86,7 @@ def signature_evidence(
         indexes = [
             index
             for regex in signature.regexes
-            if (index := _first_match(regex, window, skip, library, first)) is not None
+            if (index := _first_match(regex, window, skip, library, first, signature.not_on_info_lines)) is not None
         ]
         if not indexes:
             continue
@@ -123,39 +117,15 @@ def signature_evidence(
     return found
 
 
-def component_evidence(
-    events: LogEvents, root: ErrorEvent | None, start_line: int, library: SignatureLibrary
-) -> list[Evidence]:
-    """What the failing component says: from the root cause, and from the stacks of a hang."""
-    found: list[Evidence] = []
-    if root is not None:
-        component = failing_component(root.frames)
-        mapped = _COMPONENT_CLASS.get(component or "")
-        if root.kind == "crash" and component not in _CRASH_COMPONENTS:
-            mapped = None
-        if component in ("quantization", "attention") and _NOT_SUPPORTED.search(root.message):
-            mapped = ("unsupported_arch", 0.7)
-        if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
-            mapped = None  # an error in the cache code that is not about its size
-        if mapped is not None:
-            found.append(
-                Evidence(
-                    "component",
-                    mapped[0],
-                    COMPONENT_PRIORITY,
-                    mapped[1],
-                    root.index,
-                    f"the root cause's innermost frames are in {component}",
-                    list(library.class_remedies.get(mapped[0], [])),
-                )
-            )
+def stack_evidence(events: LogEvents, start_line: int, library: SignatureLibrary) -> list[Evidence]:
+    """What the stacks of a hang say: a thread stuck in speculative decoding or in a collective."""
     for event in events.events:
         if event.kind != "stack_dump" or event.idle or event.first_index < start_line:
             continue
         component = failing_component(event.frames)
         if component in STACK_HANG_PRIORITY:
             diagnosis_class: DiagnosisClass = "spec_decode_problem" if component == "speculative" else "nccl_hang"
-            found.append(
+            return [
                 Evidence(
                     "stack",
                     diagnosis_class,
@@ -165,9 +135,8 @@ def component_evidence(
                     f"a stuck thread's stack is in {component}",
                     list(library.class_remedies.get(diagnosis_class, [])),
                 )
-            )
-            break
-    return found
+            ]
+    return []
 
 
 def phase_evidence(phase: Phase, failure_index: int | None, library: SignatureLibrary) -> list[Evidence]:
@@ -222,13 +191,14 @@ def exit_evidence(exit_code: int | None, index: int | None, library: SignatureLi
 
 def root_cause(events: LogEvents, start_line: int) -> ErrorEvent | None:
     """The first real error at or after ``start_line``: an exception or a crash (not an echo of one), else
-    the traceback fragment whose frames name a component (a log cut before its exception line)."""
+    the traceback fragment that carries an error message or whose frames name a component (a log cut
+    before its exception line)."""
     candidates = [event for event in events.real() if event.first_index >= start_line]
     for event in candidates:
         if event.kind in ("exception", "crash"):
             return event
     fragments = [event for event in candidates if event.kind == "truncated"]
-    named = [event for event in fragments if failing_component(event.frames) is not None]
+    named = [event for event in fragments if event.message or failing_component(event.frames) is not None]
     if named:
         return named[0]
     return fragments[-1] if fragments else None

@@ -29,6 +29,8 @@ DiagnosisClass = Literal[
     "process_killed",
     "gpu_hardware_fault",
     "warmup_failed",
+    "config_error",
+    "attention_backend_error",
     "unknown",
 ]
 NO_FAILURE_CLASSES: frozenset[str] = frozenset({"healthy", "loading"})
@@ -84,6 +86,7 @@ class Signature(_Record):
     priority: int
     confidence: float = Field(ge=0.0, le=1.0)
     only_if_last: bool = False
+    not_on_info_lines: bool = False  # wording engines also use in INFO/WARNING lines about a harmless case
     prefer_exception_line: bool = False
     remedies: list[str]
     summary: str

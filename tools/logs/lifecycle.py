@@ -3,7 +3,10 @@
 - an exited process is never ``healthy`` (nor ``loading``): ``unknown`` with the finding
   ``died_after_ready`` or ``exited_during_start_up`` (a SIGKILL exit is decided as evidence earlier);
 - a ready line, or batches and answered requests, make it ``healthy``;
-- silent for ``stale_after_seconds`` right after NCCL initialisation: ``nccl_hang``;
+- an error-level line after the last start-up milestone outranks the milestones: ``unknown``, never
+  ``loading`` (a failure printed without a traceback, e.g. a worker's one-line error);
+- silent for ``stale_after_seconds`` with distributed (NCCL) initialisation as the last milestone:
+  ``nccl_hang``;
 - otherwise ``loading`` (the last milestone says how far it got).
 """
 
@@ -16,10 +19,10 @@ from tools.logs.decide import Decision
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.models import DiagnosisHints
 from tools.logs.phase import last_phase
-from tools.logs.signals import last_progress, nccl_init_tail
+from tools.logs.signals import last_progress
 from tools.logs.window import LogWindow
 
-_ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b")
+_ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
 
 
 def _decision(
@@ -81,20 +84,32 @@ def no_failure_decision(
         )
     progress = last_progress(window, library)
     stale = age is not None and age >= hints.stale_after_seconds
-    nccl_line = nccl_init_tail(window, progress) if stale else None
-    if nccl_line is not None:
+    milestone = max(progress[0] if progress else -1, phase.index if phase.index is not None else -1)
+    errors = _error_lines(window, library, milestone + 1)
+    if errors and milestone >= 0:
+        stage = phase.phase.replace("_", " ")
+        return _decision(
+            calibration,
+            "unknown",
+            0.3,
+            errors[0],
+            f"An error was logged after the last start-up milestone ({stage}); it matches no known cause.",
+            ["inspect_traceback"],
+            library,
+        )
+    if stale and phase.phase == "distributed_init" and phase.index is not None and phase.index >= milestone:
         return _decision(
             calibration,
             "nccl_hang",
             0.6,
-            nccl_line,
+            phase.index,
             f"No output for {age:.0f} s right after distributed/NCCL initialisation: collective set-up "
             "is probably stuck.",
             ["nccl_p2p_disable", "nccl_debug_info", "enable_p2p_check"],
             library,
         )
-    if progress is not None or phase.index is not None:
-        index = max(progress[0] if progress else -1, phase.index if phase.index is not None else -1)
+    if milestone >= 0:
+        index = milestone
         stage = progress[2] if progress is not None and progress[0] == index else phase.phase.replace("_", " ")
         quiet = f" No output for {age:.0f} s; check CPU/IO/GPU counters." if stale else ""
         return _decision(
@@ -106,15 +121,12 @@ def no_failure_decision(
             ["keep_waiting"],
             library,
         )
-    errors = [
-        index for index, line in enumerate(window.lines) if _ERROR_LEVEL.search(line) and not library.is_benign(line)
-    ]
     if errors:
         return _decision(
             calibration,
             "unknown",
             0.3,
-            errors[-1],
+            errors[0],
             "Errors were logged; none matches a known cause.",
             ["inspect_traceback"],
             library,
@@ -128,3 +140,12 @@ def no_failure_decision(
         ["keep_waiting"],
         library,
     )
+
+
+def _error_lines(window: LogWindow, library: SignatureLibrary, start: int) -> list[int]:
+    """Error-level lines (``ERROR``, ``CRITICAL``, c10's ``[E file:line]``) from line ``start`` on."""
+    return [
+        index
+        for index in range(max(start, 0), len(window.lines))
+        if _ERROR_LEVEL.search(window.lines[index]) and not library.is_benign(window.lines[index])
+    ]

@@ -1,5 +1,5 @@
 """Whole-log signals that are not errors: which engine wrote it, its ready line, loading progress, the
-speculative acceptance rate, and whether it went quiet right after NCCL initialisation."""
+speculative acceptance rate."""
 
 from __future__ import annotations
 
@@ -16,11 +16,6 @@ ACCEPT_SCAN_CHARS = 256 * 1024  # acceptance is judged on the most recent decode
 _SGLANG_MARKS = re.compile(r"sglang|\[TP\d+\]|server_args=ServerArgs|fired up and ready to roll")
 _VLLM_MARKS = re.compile(r"vllm|vLLM|\(APIServer pid=|EngineCore|VllmWorker|\[core\.py:\d+\]")
 _ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)")
-# SGLang <= 0.5.20 / >= 0.5.21 and vLLM wording of the distributed-init start (from the release data).
-_NCCL_INIT = re.compile(
-    r"NCCL INFO|Init torch distributed begin|Init parallel begin|"
-    r"rank \d+ in world size \d+ is assigned as|init_process_group|ncclCommInitRank"
-)
 
 
 def detect_engine(window: LogWindow) -> EngineGuess:
@@ -81,12 +76,3 @@ def low_acceptance(window: LogWindow) -> tuple[int, float] | None:
         return None
     mean = sum(value for _, value in recent) / len(recent)
     return (recent[-1][0], mean) if mean < LOW_ACCEPT_LENGTH else None
-
-
-def nccl_init_tail(window: LogWindow, progress: tuple[int, str, str] | None) -> int | None:
-    """The NCCL-initialisation line the log stopped at, if it stopped there."""
-    match = last_match(window, _NCCL_INIT)
-    if match is None:
-        return None
-    at_tail = (progress is not None and progress[1] == "distributed_init") or bool(_NCCL_INIT.search(window.lines[-1]))
-    return window.line_index_at(match.start()) if at_tail else None

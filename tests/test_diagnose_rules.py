@@ -1,0 +1,143 @@
+"""General rules of diagnosis, each shown on a log it was not written from.
+
+The logs here are short and use the engines' real wording (from their released source and public
+issue threads), but they are not corpus excerpts: each rule must hold for a log whose exact lines it
+has never seen, which is what a rule that generalises means.
+"""
+
+from __future__ import annotations
+
+from tools.logs.diagnose import DiagnosisHints, diagnose_text
+from tools.logs.events import parse_events
+
+
+def test_argument_checks_of_the_engine_are_config_errors() -> None:
+    argparse_rejection = (
+        "usage: vllm serve [-h] [--dtype {auto,half,float16,bfloat16,float,float32}]\n"
+        "vllm serve: error: argument --dtype: invalid choice: 'bf32' (choose from 'auto', 'half')\n"
+    )
+    diagnosis = diagnose_text(argparse_rejection)
+    assert diagnosis.diagnosis_class == "config_error"
+    assert diagnosis.remedies[0].id == "check_flags" and diagnosis.remedies[0].action == {"needs_human": True}
+    server_args_check = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/launch_server.py", line 10, in <module>\n'
+        "    server_args = prepare_server_args(sys.argv[1:])\n"
+        '  File "/opt/sglang/python/sglang/srt/server_args.py", line 3100, in check_server_args\n'
+        '    assert self.dp_size > 1, "dp_size must be larger than 1"\n'
+        "AssertionError: dp_size must be larger than 1 when dp attention is enabled\n"
+    )
+    diagnosis = diagnose_text(server_args_check)
+    assert diagnosis.diagnosis_class == "config_error"
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.component == "engine_args"
+
+
+def test_an_attention_kernel_that_rejects_the_model_is_an_attention_backend_error() -> None:
+    text = (
+        "(EngineCore_DP0 pid=4121) ERROR 04-10 09:12:41 [core.py:708] ValueError: Selected backend "
+        "AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: ['head_size not supported']\n"
+    )
+    diagnosis = diagnose_text(text)
+    assert diagnosis.diagnosis_class == "attention_backend_error"
+    assert diagnosis.remedies[0].action == {"set_flag": {"attention_backend": "triton"}}
+    assert {"unset_flag": ["kv_cache_dtype"]} in [remedy.action for remedy in diagnosis.remedies]
+
+
+def test_an_attention_kernel_that_rejects_the_gpu_is_unsupported_arch() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/srt/layers/attention/flashattention_backend.py", line 300, in __init__\n'
+        "    assert major >= 8\n"
+        "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90.\n"
+    )
+    assert diagnose_text(text).diagnosis_class == "unsupported_arch"
+
+
+def test_a_failed_build_of_an_attention_kernel_is_an_attention_backend_error_and_others_are_not() -> None:
+    def build_failure(module: str) -> str:
+        return (
+            "Traceback (most recent call last):\n"
+            f'  File "/venv/lib/python3.12/site-packages/flashinfer/{module}.py", line 50, in get_module\n'
+            '  File "/venv/lib/python3.12/site-packages/flashinfer/jit/core.py", line 120, in build\n'
+            "RuntimeError: Ninja build failed. Ninja output:\n"
+        )
+
+    assert diagnose_text(build_failure("decode")).diagnosis_class == "attention_backend_error"
+    assert diagnose_text(build_failure("sampling")).diagnosis_class != "attention_backend_error"
+
+
+def test_memory_accounting_without_the_words_out_of_memory_is_cuda_oom() -> None:
+    for accounting in (
+        "INFO 05-01 10:00:00 [gpu_worker.py:232] Available KV cache memory: -2.31 GiB",
+        "INFO 05-01 10:00:00 [executor_base.py:111] # GPU blocks: 0, # CPU blocks: 2048",
+    ):
+        diagnosis = diagnose_text(accounting + "\n[rank0]: Traceback (most recent call last):\n")
+        assert diagnosis.diagnosis_class == "cuda_oom", accounting
+        assert diagnosis.key_line == accounting
+
+
+def test_a_native_crash_is_process_killed_unless_its_frames_name_a_component() -> None:
+    abort = (
+        "Fatal Python error: Aborted\n\n"
+        "Thread 0x00007f00 (most recent call first):\n"
+        '  File "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", line 1500 in _call_impl\n'
+    )
+    assert diagnose_text(abort).diagnosis_class == "process_killed"
+    in_nccl = (
+        "!!!!!!! Segfault encountered !!!!!!!\n"
+        '  File "plugin/net.cc", line 216, in ncclNetPluginInit\n'
+        '  File "plugin/net.cc", line 362, in ncclNetInit(ncclComm*)\n'
+    )
+    events = parse_events(in_nccl.splitlines())
+    assert [event.kind for event in events.events] == ["crash"]
+    assert diagnose_text(in_nccl).diagnosis_class == "nccl_error"
+
+
+def test_a_mismatch_is_a_spec_decode_problem_only_when_speculative_decoding_is_on() -> None:
+    mismatch = (
+        "RuntimeError: Error(s) in loading state_dict for LlamaModel:\n"
+        "\tsize mismatch for fc.weight: copying a param with shape torch.Size([4096, 12288]) from checkpoint, "
+        "the shape in current model is torch.Size([5120, 15360]).\n"
+    )
+    on = "server_args=ServerArgs(model_path='/m', speculative_algorithm='EAGLE3', speculative_draft_model_path='/d')\n"
+    off = "server_args=ServerArgs(model_path='/m', speculative_algorithm=None, speculative_draft_model_path=None)\n"
+    assert diagnose_text(on + mismatch).diagnosis_class == "spec_decode_problem"
+    assert diagnose_text(off + mismatch).diagnosis_class == "model_load_error"
+
+
+def test_any_socket_address_in_use_is_port_in_use() -> None:
+    text = "zmq.error.ZMQError: Address already in use (addr='tcp://*:5557')\n"
+    assert diagnose_text(text).diagnosis_class == "port_in_use"
+
+
+def test_a_one_line_error_after_the_last_milestone_outranks_the_milestone() -> None:
+    text = (
+        "INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model /models/x...\n"
+        "(VllmWorker pid=9) ERROR 01-01 00:00:05 [worker.py:9] Exception in worker while processing method "
+        "load_model: CUDA driver error: invalid argument, Traceback (most recent call last):\n"
+    )
+    diagnosis = diagnose_text(text)
+    assert diagnosis.diagnosis_class != "loading"
+    assert diagnosis.root_cause is not None and "CUDA driver error" in diagnosis.root_cause.message
+    assert diagnosis.line_number == 2
+
+
+def test_a_wrapper_that_names_no_error_is_not_taken_as_the_error() -> None:
+    text = (
+        "[2026-01-01 00:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/srt/mem_cache/common.py", line 412, in alloc_token_slots\n'
+    )
+    root = diagnose_text(text).root_cause
+    assert root is not None and root.message == "" and root.component == "kv_cache"
+
+
+def test_silence_after_distributed_initialisation_is_a_hang_only_when_stale() -> None:
+    text = (
+        "INFO 09-03 02:15:41 [multiproc_worker_utils.py:215] Worker ready; awaiting tasks\n"
+        "INFO 09-03 02:15:42 [pynccl.py:63] vLLM is using nccl==2.21.5\n"
+    )
+    assert diagnose_text(text).diagnosis_class == "loading"
+    stale = DiagnosisHints(seconds_since_output=3600.0)
+    assert diagnose_text(text, stale).diagnosis_class == "nccl_hang"
+    loading_weights = text + "INFO 09-03 02:15:50 [model_runner.py:1] Starting to load model /models/x...\n"
+    assert diagnose_text(loading_weights, stale).diagnosis_class == "loading"

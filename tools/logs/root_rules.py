@@ -1,0 +1,136 @@
+"""What the root cause's structure says: the component that failed, the kind of failure, and the kind
+of problem its message describes.
+
+Each rule reads one property of the first real error, never the wording of one known log line:
+
+- the innermost frames name a component whose failures have one remedy (CUDA graph capture,
+  speculative decoding, the weight loader, the KV cache, NCCL, the engine's argument checks);
+- a native crash (fault handler, signal report, crash banner) is ``process_killed`` unless it
+  crashed inside a component that explains it (CUDA graph capture, NCCL);
+- an attention kernel that fails is ``attention_backend_error`` unless its message is about the GPU
+  generation (``unsupported_arch``); a just-in-time build of an attention kernel that fails is too;
+- a tensor shape or size mismatch, or a missing weight, in a log whose engine runs speculative
+  decoding is ``spec_decode_problem`` (draft and target disagree far more often than the target
+  alone is broken).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tools.logs.components import failing_component
+from tools.logs.events import ErrorEvent
+from tools.logs.evidence import Evidence
+from tools.logs.library import DiagnosisClass, SignatureLibrary
+from tools.logs.window import LogWindow
+
+COMPONENT_PRIORITY = 65
+SPECIFIC_PRIORITY = 66  # a rule that reads the message as well as the frames
+CRASH_PRIORITY = 62
+# Above the generic "weights do not match the model" signatures: with a drafter loaded, a mismatch is far
+# more often the drafter's than the target's.
+SPECULATIVE_MISMATCH_PRIORITY = 85
+_CAPACITY = re.compile(
+    r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)", re.IGNORECASE
+)
+_NOT_SUPPORTED = re.compile(r"not supported|[Uu]nsupported|compute capability|architecture|\bsm_?\d+", re.IGNORECASE)
+_GPU_GENERATION = re.compile(
+    r"compute capability|architecture|\bsm[_ ]?(?:[<>=]+ ?)?\d+|Ampere|Hopper|Turing|Volta|Blackwell|Ada\b|this GPU"
+    r"|GPUs? (?:is|are) not supported|device is not supported",
+    re.IGNORECASE,
+)
+_KERNEL_BUILD = re.compile(r"ninja|nvcc|Error building extension|build\.ninja|JIT compil|failed to compile", re.I)
+# Attention kernels by library or kernel name (a FlashInfer build is an attention one only when it builds
+# prefill, decode or MLA kernels; FlashInfer also builds sampling and normalisation kernels).
+_ATTENTION_KERNEL = re.compile(r"flash_?attn|flash.attention|xformers|attention|attn|fmha|mla|prefill|decode", re.I)
+_MISMATCH = re.compile(
+    r"size mismatch|shape mismatch|must match the (?:existing )?size|does(?: not|n't) match|cannot be multiplied"
+    r"|is invalid for input of size|expanded size|mismatch(?:ed)? (?:in |between )?(?:shape|size|dim)",
+    re.IGNORECASE,
+)
+_WEIGHT_NAME = re.compile(r"^'?[\w.]+\.(?:weight|bias|\w*scale\w*)'?")
+# Speculative decoding switched on: set in a configuration dump (SGLang's ServerArgs, vLLM's engine config
+# print "=None" when it is off), given on the command line, or named in messages and module paths.
+_SPECULATIVE_CONTEXT = re.compile(
+    r"speculative_algorithm=['\"]?(?!None)[A-Za-z]|speculative_config['\"]?[=:] ?(?!None)[{'\"\w]"
+    r"|--speculative[-_]|[Dd]rafter\b|[Dd]raft[ _-]?model(?![_\w]*['\"]?[=:] ?None)|spec_decode"
+    r"|[Ss]peculative decoding|EAGLE-?3?\b(?!['\"]?[=:] ?None)|Eagle3?(?:ForCausalLM|Model|Head)|ForCausalLMEagle"
+    r"|eagle\w*_proposer|num_speculative_tokens['\"]?[=:] ?\d"
+)
+_SPECULATIVE_SCAN_CHARS = 4 * 1024 * 1024
+# A crash in native code is explained by the component only where that component runs native code
+# that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
+_CRASH_COMPONENTS = ("cuda_graph", "distributed")
+_COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
+    "cuda_graph": ("cuda_graph_capture_failure", 0.75),
+    "speculative": ("spec_decode_problem", 0.75),
+    "weight_loader": ("model_load_error", 0.7),
+    "model_config": ("model_load_error", 0.65),
+    "engine_args": ("config_error", 0.7),
+    "kv_cache": ("cuda_oom", 0.65),
+    "distributed": ("nccl_error", 0.65),
+}
+
+
+def _component_class(root: ErrorEvent, component: str | None) -> tuple[DiagnosisClass, float] | None:
+    if root.kind == "crash":
+        return _COMPONENT_CLASS[component] if component in _CRASH_COMPONENTS else None
+    if component == "quantization" and _NOT_SUPPORTED.search(root.message):
+        return ("unsupported_arch", 0.7)
+    if component == "attention":
+        return ("unsupported_arch", 0.7) if _GPU_GENERATION.search(root.message) else ("attention_backend_error", 0.7)
+    if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
+        return None  # an error in the cache code that is not about its size
+    return _COMPONENT_CLASS.get(component or "")
+
+
+def _kernel_build_failure(root: ErrorEvent) -> bool:
+    """A just-in-time build (ninja, nvcc, a torch extension) of an attention kernel failed."""
+    if not _KERNEL_BUILD.search(root.message):
+        return False
+    named = root.message + " " + " ".join(frame.path for frame in root.frames)
+    return bool(_ATTENTION_KERNEL.search(named))
+
+
+def _mismatch(root: ErrorEvent) -> bool:
+    """A tensor shape or size mismatch, or a weight the model does not have (``KeyError: 'x.weight'``)."""
+    if root.type is not None and root.type.endswith("KeyError"):
+        return bool(_WEIGHT_NAME.match(root.message.strip()))
+    return bool(_MISMATCH.search(root.message))
+
+
+def speculative_in_use(window: LogWindow) -> bool:
+    """The log shows speculative decoding configured or running (its head, bounded, and its tail)."""
+    text = window.text
+    if len(text) > 2 * _SPECULATIVE_SCAN_CHARS:
+        text = text[:_SPECULATIVE_SCAN_CHARS] + text[-_SPECULATIVE_SCAN_CHARS:]
+    return _SPECULATIVE_CONTEXT.search(text) is not None
+
+
+def root_evidence(root: ErrorEvent | None, window: LogWindow, library: SignatureLibrary) -> list[Evidence]:
+    """The classes the root cause's structure points at (none when it says nothing specific)."""
+    if root is None:
+        return []
+    found: list[Evidence] = []
+    component = failing_component(root.frames)
+
+    def add(diagnosis_class: DiagnosisClass, priority: int, confidence: float, why: str) -> None:
+        remedies = list(library.class_remedies.get(diagnosis_class, []))
+        found.append(Evidence("component", diagnosis_class, priority, confidence, root.index, why, remedies))
+
+    mapped = _component_class(root, component)
+    if mapped is not None:
+        add(mapped[0], COMPONENT_PRIORITY, mapped[1], f"the root cause's innermost frames are in {component}")
+    if root.kind == "crash" and mapped is None:
+        where = f" in {component} code" if component else ""
+        add("process_killed", CRASH_PRIORITY, 0.7, f"the process crashed in native code{where} ({root.message})")
+    if root.kind != "crash" and _kernel_build_failure(root):
+        add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
+    if component != "speculative" and _mismatch(root) and speculative_in_use(window):
+        add(
+            "spec_decode_problem",
+            SPECULATIVE_MISMATCH_PRIORITY,
+            0.7,
+            "a shape or weight mismatch while the engine runs speculative decoding (draft and target disagree)",
+        )
+    return found
