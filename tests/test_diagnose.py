@@ -21,7 +21,7 @@ CASES = [
     ("vllm-healthy.log", "healthy", "Application startup complete", "vllm"),
     ("sglang-loading.log", "loading", "42% Completed", "sglang"),
     ("vllm-loading.log", "loading", "Capturing CUDA graphs", "vllm"),
-    ("vllm-nccl-watchdog.log", "nccl_hang", "Watchdog caught collective operation timeout", "vllm"),
+    ("vllm-nccl-watchdog.log", "nccl_error", "Watchdog caught collective operation timeout", "vllm"),
     ("vllm-shm-stall.log", "nccl_hang", "No available shared memory broadcast block", "vllm"),
     ("sglang-nccl-error.log", "nccl_error", "RuntimeError: NCCL error: unhandled system error", "sglang"),
     ("vllm-nccl-error.log", "nccl_error", "peer access is not supported", "vllm"),
