@@ -1,17 +1,25 @@
 """Diagnosis accuracy on the corpus of real engine logs (``tests/data/diagnosis_corpus``).
 
-Each corpus part is a directory with ``index.toml`` (``[[logs]]`` entries: id, split, source, engine,
-class, fix, optional exit_code / process_alive / seconds_since_output) and ``logs/<id>.log``. The main
-corpus holds excerpts from public issue threads, split into ``tune`` and ``holdout``; a part in
-``real_vllm/`` (logs of a real vLLM, when present) is reported on its own. For each part: accuracy
-overall and per true class, how many logs without a failure (``healthy``/``loading``) were called a
-failure, and how often each confidence band was right.
+A corpus part is an index TOML file, or a directory holding ``index.toml``, in either of two formats:
 
-    python -m benchmarks.diagnosis_corpus                       # every part, misses of the tune split
-    python -m benchmarks.diagnosis_corpus --write-calibration   # recompute the bands from the tune split
+- ``[[logs]]`` entries (id, split, source, engine, class, fix; optional process facts exit_code,
+  process_alive, seconds_since_output, stalled) with the logs under ``logs/<id>.log``;
+- ``[[cases]]`` entries of captured engine runs (id, expected_class, file, optional exit_code).
+
+Entries without a ``split`` are reported under the part's name (the directory's name, or the index
+file's stem when it is not ``index``). The main corpus holds excerpts from public issue threads,
+split into ``tune`` and ``holdout``; a part in ``real_vllm/`` (logs of a real vLLM, when present) is
+reported on its own. For each part: accuracy overall and per true class, how many logs without a
+failure (``healthy``/``loading``) were called a failure, and how often each confidence band was right.
+
+    python -m benchmarks.diagnosis_corpus                           # every part, misses of the tune split
+    python -m benchmarks.diagnosis_corpus --corpus DIR_OR_INDEX     # any part (repeat for several)
+    python -m benchmarks.diagnosis_corpus --write-calibration       # recompute the bands from all labelled parts
 
 ``--show-misses`` names the parts whose misses are listed (default ``tune``): the holdout part is
-meant to be read as a figure, not tuned against.
+meant to be read as a figure, not tuned against. ``stalled = true`` states that the thread reports
+the process alive and silent for long (a hang) without saying for how long; it is given to the
+diagnosis as silence of the default stale threshold.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ class Outcome:
     raw_confidence: float
     confidence: float
     key_line: str | None
+    first_class: str | None = None  # the diagnosis at the entry's first, blind measurement
+    first_raw_confidence: float | None = None
 
     @property
     def right(self) -> bool:
@@ -62,21 +72,42 @@ def _from_case(case: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def load_part(directory: Path, default_split: str) -> list[dict[str, Any]]:
-    """The entries of one corpus part: ``[[logs]]`` (logs under ``logs/``) or ``[[cases]]`` (a ``file`` each)."""
-    index = tomllib.loads((directory / "index.toml").read_text(encoding="utf-8"))
-    entries: list[dict[str, Any]] = index.get("logs") or [_from_case(case) for case in index.get("cases", [])]
+def index_path(part: Path) -> Path:
+    """The index file of a part given as a directory or as the index file itself."""
+    return part / "index.toml" if part.is_dir() else part
+
+
+def part_name(part: Path) -> str:
+    index = index_path(part)
+    return index.parent.name if index.stem == "index" else index.stem
+
+
+def load_part(part: Path, default_split: str | None = None) -> list[dict[str, Any]]:
+    """The entries of one corpus part: ``[[logs]]`` (logs under ``logs/``) or ``[[cases]]`` (a ``file`` each).
+
+    Raises ``ValueError`` when the index has neither or an entry lacks its id or class."""
+    index = index_path(part)
+    directory = index.parent
+    document = tomllib.loads(index.read_text(encoding="utf-8"))
+    entries: list[dict[str, Any]] = document.get("logs") or [_from_case(case) for case in document.get("cases", [])]
+    if not entries:
+        raise ValueError(f"{index}: no [[logs]] or [[cases]] entries")
     for entry in entries:
-        entry.setdefault("split", default_split)
+        if "id" not in entry or "class" not in entry:
+            raise ValueError(f"{index}: an entry without id or class: {entry}")
+        entry.setdefault("split", default_split or part_name(part))
         entry["path"] = directory / entry["file"] if "file" in entry else directory / "logs" / f"{entry['id']}.log"
     return entries
 
 
 def run_entry(entry: dict[str, Any]) -> Outcome:
+    silence = entry.get("seconds_since_output")
+    if silence is None and entry.get("stalled"):
+        silence = DiagnosisHints().stale_after_seconds
     hints = DiagnosisHints(
         exit_code=entry.get("exit_code"),
         process_alive=entry.get("process_alive"),
-        seconds_since_output=entry.get("seconds_since_output"),
+        seconds_since_output=silence,
     )
     diagnosis = diagnose_text(Path(entry["path"]).read_text(encoding="utf-8", errors="replace"), hints)
     return Outcome(
@@ -87,23 +118,39 @@ def run_entry(entry: dict[str, Any]) -> Outcome:
         diagnosis.raw_confidence,
         diagnosis.confidence,
         diagnosis.key_line,
+        entry.get("first_class"),
+        entry.get("first_raw_confidence"),
     )
 
 
-def bands(outcomes: list[Outcome], *, raw: bool) -> list[Band]:
+def count_bands(observations: list[tuple[float, bool]]) -> list[Band]:
+    """How many (confidence, right) observations fell in each band, and how many of them were right."""
     counts: Counter[tuple[float, float]] = Counter()
     right: Counter[tuple[float, float]] = Counter()
-    for outcome in outcomes:
-        band = band_of(outcome.raw_confidence if raw else outcome.confidence)
+    for confidence, was_right in observations:
+        band = band_of(confidence)
         counts[band] += 1
-        right[band] += outcome.right
+        right[band] += was_right
     return [
         Band(low=low, high=high, count=counts[(low, high)], correct=right[(low, high)])
         for low, high in pairwise(BAND_EDGES)
     ]
 
 
-def band_table(outcomes: list[Outcome], *, raw: bool) -> list[dict[str, Any]]:
+def bands(outcomes: list[Outcome], *, raw: bool) -> list[Band]:
+    return count_bands([(outcome.raw_confidence if raw else outcome.confidence, outcome.right) for outcome in outcomes])
+
+
+def first_measurements(outcomes: list[Outcome]) -> list[tuple[float, bool]]:
+    """(raw confidence, right) of the entries' first, blind measurements, where recorded."""
+    return [
+        (outcome.first_raw_confidence, outcome.first_class == outcome.truth)
+        for outcome in outcomes
+        if outcome.first_class is not None and outcome.first_raw_confidence is not None
+    ]
+
+
+def band_table(band_list: list[Band]) -> list[dict[str, Any]]:
     return [
         {
             "low": band.low,
@@ -112,7 +159,7 @@ def band_table(outcomes: list[Outcome], *, raw: bool) -> list[dict[str, Any]]:
             "correct": band.correct,
             "right_rate": round(band.correct / band.count, 2) if band.count else None,
         }
-        for band in bands(outcomes, raw=raw)
+        for band in band_list
     ]
 
 
@@ -130,9 +177,16 @@ def report(outcomes: list[Outcome], show_misses: bool) -> dict[str, Any]:
         "per_class": dict(sorted(per_class.items())),
         "no_failure_logs": sum(outcome.truth in NO_FAILURE_CLASSES for outcome in outcomes),
         "healthy_flagged": sum(outcome.healthy_flagged for outcome in outcomes),
-        "confidence_bands": band_table(outcomes, raw=False),  # the confidence reported (calibrated)
-        "raw_confidence_bands": band_table(outcomes, raw=True),  # the evidence's own score
+        "confidence_bands": band_table(bands(outcomes, raw=False)),  # the confidence reported (calibrated)
+        "raw_confidence_bands": band_table(bands(outcomes, raw=True)),  # the evidence's own score
     }
+    first = first_measurements(outcomes)
+    if first:
+        result["first_measurement"] = {
+            "count": len(first),
+            "correct": sum(was_right for _, was_right in first),
+            "raw_confidence_bands": band_table(count_bands(first)),
+        }
     if show_misses:
         result["misses"] = [
             {
@@ -148,28 +202,61 @@ def report(outcomes: list[Outcome], show_misses: bool) -> dict[str, Any]:
     return result
 
 
+def _parts(options: argparse.Namespace) -> list[dict[str, Any]]:
+    corpora: list[Path] = options.corpus or [CORPUS]
+    entries: list[dict[str, Any]] = []
+    for corpus in corpora:
+        entries += load_part(corpus)
+    real_vllm = options.real_vllm or (CORPUS / "real_vllm" if not options.corpus else None)
+    if real_vllm is not None and index_path(real_vllm).is_file():
+        entries += load_part(real_vllm, "real_vllm")
+    return entries
+
+
+def _write_calibration(outcomes: list[Outcome]) -> None:
+    """Bands from every labelled part evaluated (tune, holdout and any other part given), counting the
+    current outcome of each log and, where recorded, its first blind measurement as well."""
+    names = sorted({outcome.part for outcome in outcomes})
+    first = first_measurements(outcomes)
+    pooled = count_bands(
+        [(outcome.raw_confidence, outcome.right) for outcome in outcomes] + first,
+    )
+    source = (
+        f"diagnosis_corpus: parts {', '.join(names)} ({len(outcomes)} logs, current outcomes) and "
+        f"{len(first)} first blind measurements, {len(pooled)} bands"
+    )
+    CALIBRATION.write_text(render_table(pooled, load_calibration().threshold, source), encoding="utf-8")
+    note(f"wrote {CALIBRATION}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=CORPUS, help="Corpus directory (index.toml, logs/)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        action="append",
+        help="A corpus part: a directory with index.toml or an index file ([[logs]] or [[cases]]); repeat "
+        "for several (default: the main corpus and its real_vllm part when present)",
+    )
     parser.add_argument(
         "--real-vllm",
         type=Path,
         default=None,
         help="A directory of captured real-vLLM logs to report as the real_vllm part "
-        "(default: CORPUS/real_vllm when it exists)",
+        "(default: real_vllm/ of the main corpus when it exists and --corpus is not given)",
     )
     parser.add_argument("--show-misses", default="tune", help="Comma-separated parts whose misses are listed")
     parser.add_argument(
         "--write-calibration",
         action="store_true",
-        help=f"Write the confidence bands of the tune split to {CALIBRATION.relative_to(REPO_ROOT)}",
+        help=f"Write the confidence bands of every labelled part evaluated to {CALIBRATION.relative_to(REPO_ROOT)}",
     )
     options = parser.parse_args(argv)
     started = time.perf_counter()
-    entries = load_part(options.corpus, "tune")
-    real_vllm = options.real_vllm or options.corpus / "real_vllm"
-    if (real_vllm / "index.toml").is_file():
-        entries += load_part(real_vllm, "real_vllm")
+    try:
+        entries = _parts(options)
+    except (OSError, ValueError, tomllib.TOMLDecodeError) as error:
+        parser.error(str(error))
     outcomes = [run_entry(entry) for entry in entries]
     shown = {part.strip() for part in options.show_misses.split(",") if part.strip()}
     parts = {
@@ -177,25 +264,20 @@ def main(argv: list[str] | None = None) -> None:
         for part in sorted({outcome.part for outcome in outcomes})
     }
     if options.write_calibration:
-        tune_bands = bands([outcome for outcome in outcomes if outcome.part == "tune"], raw=True)
-        CALIBRATION.write_text(
-            render_table(
-                tune_bands, load_calibration().threshold, f"{options.corpus.name}: tune split, {len(tune_bands)} bands"
-            ),
-            encoding="utf-8",
-        )
-        note(f"wrote {CALIBRATION}")
+        _write_calibration(outcomes)
     for part, figures in parts.items():
         note(
             f"{part}: {figures['correct']}/{figures['count']} right ({figures['accuracy']}), "
             f"healthy flagged {figures['healthy_flagged']} of {figures['no_failure_logs']}"
         )
+    corpora = [
+        str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+        for path in (options.corpus or [CORPUS])
+    ]
     emit(
         {
             "benchmark": "diagnosis_corpus",
-            "corpus": str(options.corpus.relative_to(REPO_ROOT))
-            if options.corpus.is_relative_to(REPO_ROOT)
-            else str(options.corpus),
+            "corpus": corpora[0] if len(corpora) == 1 else corpora,
             "threshold": load_calibration().threshold,
             "parts": parts,
             "wall_seconds": round(time.perf_counter() - started, 2),

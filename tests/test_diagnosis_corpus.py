@@ -37,7 +37,7 @@ def test_every_corpus_log_is_indexed_with_source_class_and_fix() -> None:
     for entry in entries:
         assert entry["split"] in ("tune", "holdout"), entry["id"]
         assert entry["source"].startswith("https://github.com/"), entry["id"]
-        assert entry["engine"] in ("sglang", "vllm", "nccl"), entry["id"]
+        assert entry["engine"] in ("sglang", "vllm", "nccl", "specforge"), entry["id"]
         assert entry["class"] in CLASSES, entry["id"]
         assert len(entry["fix"]) > 20, entry["id"]
         assert (CORPUS / "logs" / f"{entry['id']}.log").read_text().strip(), entry["id"]
@@ -69,6 +69,26 @@ def test_corpus_accuracy_meets_the_targets() -> None:
         assert parts["real_vllm"]["accuracy"] >= 0.9, parts["real_vllm"]
     total = sum(part["count"] for part in parts.values())
     assert total >= 80
+    # Blind set 1 keeps the record of its first measurement, made before any rule was written from it.
+    first = parts["tune"]["first_measurement"]
+    assert (first["count"], first["correct"]) == (38, 23)
+
+
+def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
+    shutil.copy(CORPUS / "logs" / "vllm-30749-dev-mode-server-up.log", tmp_path / "up.log")
+    (tmp_path / "captured.toml").write_text('[[cases]]\nid = "up"\nfile = "up.log"\nexpected_class = "healthy"\n')
+    (tmp_path / "empty.toml").write_text("title = 'no entries'\n")
+    command = [sys.executable, "-m", "benchmarks.diagnosis_corpus", "--corpus", str(tmp_path / "captured.toml")]
+    result = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO_ROOT, env=agent_environment(), timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout)["parts"]["captured"]["correct"] == 1
+    command[-1] = str(tmp_path / "empty.toml")
+    refused = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO_ROOT, env=agent_environment(), timeout=300, check=False
+    )
+    assert refused.returncode == 2 and "no [[logs]] or [[cases]] entries" in refused.stderr
 
 
 def test_a_part_of_captured_engine_logs_is_reported_on_its_own(tmp_path: Path) -> None:
