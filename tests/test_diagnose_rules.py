@@ -83,6 +83,8 @@ def test_a_native_crash_is_process_killed_unless_its_frames_name_a_component() -
         '  File "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", line 1500 in _call_impl\n'
     )
     assert diagnose_text(abort).diagnosis_class == "process_killed"
+    interpreter_check = abort.replace("Aborted", "_PyObject_AssertFailed: object already tracked")
+    assert diagnose_text(interpreter_check).diagnosis_class == "unknown"  # not a death by a signal
     in_nccl = (
         "!!!!!!! Segfault encountered !!!!!!!\n"
         '  File "plugin/net.cc", line 216, in ncclNetPluginInit\n'
@@ -141,3 +143,17 @@ def test_silence_after_distributed_initialisation_is_a_hang_only_when_stale() ->
     assert diagnose_text(text, stale).diagnosis_class == "nccl_hang"
     loading_weights = text + "INFO 09-03 02:15:50 [model_runner.py:1] Starting to load model /models/x...\n"
     assert diagnose_text(loading_weights, stale).diagnosis_class == "loading"
+
+
+def test_an_unexplained_error_is_unknown_with_the_likeliest_classes_and_why() -> None:
+    text = (
+        "INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model /models/x...\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/vllm/vllm/model_executor/models/llama.py", line 500, in forward\n'
+        "RuntimeError: something nobody has seen before\n"
+    )
+    diagnosis = diagnose_text(text)
+    assert diagnosis.diagnosis_class == "unknown"
+    assert [alternative.diagnosis_class for alternative in diagnosis.alternatives] == ["model_load_error"]
+    assert "weights were loading" in diagnosis.alternatives[0].why
+    assert diagnosis.confidence < 0.5  # an unexplained error is rarely a class no rule knows

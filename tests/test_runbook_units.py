@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agent.policies.runbook.answers import apply_answer, settings_in
 from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
+from agent.policies.runbook.launches import on_launch, record_attempt
 from agent.policies.runbook.progress import RunbookProgress
 from agent.policies.runbook.remedies import applicable, apply_remedy
+from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
+from tools.engines.launch import LaunchEngineOutput
+from tools.engines.readiness import ReadinessReport
+from tools.logs.diagnose import diagnose_file
 from tools.records import ModelInfo
+
+LOGS = Path(__file__).resolve().parent / "data" / "logs"
 
 
 def test_goal_names_engine_speculation_and_model() -> None:
@@ -62,3 +71,33 @@ def test_answers_carry_settings_and_release_the_question() -> None:
     assert progress.base_config["attention_backend"] == "triton"
     assert progress.blocked_on is None and "unknown_failure" in progress.acknowledged
     assert "operator answered" in state.findings[-1].summary
+
+
+def _launch_output(log: Path) -> LaunchEngineOutput:
+    readiness = ReadinessReport(outcome="exited", exit_code=1, diagnosis=diagnose_file(log))
+    return LaunchEngineOutput(
+        name="engine-1",
+        pid=1,
+        log_path=str(log),
+        base_url="http://127.0.0.1:30000",
+        argv=[],
+        env={},
+        engine_version=None,
+        notes=[],
+        readiness=readiness,
+    )
+
+
+def test_an_attention_backend_error_switches_the_backend_and_a_config_error_asks() -> None:
+    state = ProjectState(goal="serve gemma")
+    progress = RunbookProgress(base_config={"engine": "vllm", "env": {}, "kv_cache_dtype": "fp8"}, phase="launch")
+    record_attempt(progress, "baseline launch")
+    asked = on_launch(state, progress, _launch_output(LOGS / "vllm-attention-backend.log"), RunbookSettings())
+    assert asked is None and progress.base_config["attention_backend"] == "triton"
+    record_attempt(progress, "attention_backend=triton")
+    asked = on_launch(state, progress, _launch_output(LOGS / "vllm-attention-backend.log"), RunbookSettings())
+    assert asked is None and progress.base_config["kv_cache_dtype"] is None  # the next remedy, one change
+    record_attempt(progress, "kv_cache_dtype removed")
+    asked = on_launch(state, progress, _launch_output(LOGS / "sglang-rejected-flag.log"), RunbookSettings())
+    assert asked is not None and asked.question_kind == "config_error"
+    assert any("unrecognized arguments" in line for line in asked.evidence)

@@ -29,7 +29,7 @@ from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_librar
 from tools.logs.lifecycle import no_failure_decision
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
-from tools.logs.root_rules import root_evidence
+from tools.logs.root_rules import hint_evidence, root_evidence
 from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance
 from tools.logs.window import LogWindow, read_window
 
@@ -86,8 +86,8 @@ class Diagnoser:
             item.index for item in found if item.index is not None and item.diagnosis_class not in NO_FAILURE_CLASSES
         ]
         failure_index = min(failure_lines) if failure_lines else (root.index if root is not None else None)
-        if failure_index is not None:
-            phase = last_phase(self.window, self.library, before=failure_index)
+        phase = last_phase(self.window, self.library, before=failure_index) if failure_index is not None else None
+        if phase is not None and failure_index is not None:
             found += phase_evidence(phase.phase, failure_index, self.library)
         found += exit_evidence(self.hints.exit_code, len(self.window.lines) - 1, self.library)
         if root is not None and not any(item.diagnosis_class not in NO_FAILURE_CLASSES for item in found):
@@ -103,6 +103,7 @@ class Diagnoser:
                     "An error was logged; no known cause matches it.",
                 )
             )
+            found += hint_evidence(root, phase.phase if phase is not None else "not_started", self.library)
         acceptance = low_acceptance(self.window)
         if acceptance is not None:
             found.append(

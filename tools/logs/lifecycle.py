@@ -17,8 +17,9 @@ import re
 from tools.logs.calibration import Calibration
 from tools.logs.decide import Decision
 from tools.logs.library import DiagnosisClass, SignatureLibrary
-from tools.logs.models import DiagnosisHints
+from tools.logs.models import Alternative, DiagnosisHints
 from tools.logs.phase import last_phase
+from tools.logs.root_rules import phase_lead
 from tools.logs.signals import last_progress
 from tools.logs.window import LogWindow
 
@@ -88,7 +89,7 @@ def no_failure_decision(
     errors = _error_lines(window, library, milestone + 1)
     if errors and milestone >= 0:
         stage = phase.phase.replace("_", " ")
-        return _decision(
+        decision = _decision(
             calibration,
             "unknown",
             0.3,
@@ -97,6 +98,17 @@ def no_failure_decision(
             ["inspect_traceback"],
             library,
         )
+        lead = phase_lead(phase.phase)
+        if lead is not None:
+            decision.alternatives.append(
+                Alternative(
+                    diagnosis_class=lead[0],
+                    confidence=calibration.calibrate(0.3),
+                    why=lead[1],
+                    line_number=window.numbers[errors[0]],
+                )
+            )
+        return decision
     if stale and phase.phase == "distributed_init" and phase.index is not None and phase.index >= milestone:
         return _decision(
             calibration,

@@ -5,8 +5,8 @@ Each rule reads one property of the first real error, never the wording of one k
 
 - the innermost frames name a component whose failures have one remedy (CUDA graph capture,
   speculative decoding, the weight loader, the KV cache, NCCL, the engine's argument checks);
-- a native crash (fault handler, signal report, crash banner) is ``process_killed`` unless it
-  crashed inside a component that explains it (CUDA graph capture, NCCL);
+- a death from a signal in native code (fault handler, signal report, crash banner) is
+  ``process_killed`` unless it crashed inside a component that explains it (CUDA graph capture, NCCL);
 - an attention kernel that fails is ``attention_backend_error`` unless its message is about the GPU
   generation (``unsupported_arch``); a just-in-time build of an attention kernel that fails is too;
 - a tensor shape or size mismatch, or a missing weight, in a log whose engine runs speculative
@@ -22,6 +22,7 @@ from tools.logs.components import failing_component
 from tools.logs.events import ErrorEvent
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
+from tools.logs.phase import Phase
 from tools.logs.window import LogWindow
 
 COMPONENT_PRIORITY = 65
@@ -30,6 +31,15 @@ CRASH_PRIORITY = 62
 # Above the generic "weights do not match the model" signatures: with a drafter loaded, a mismatch is far
 # more often the drafter's than the target's.
 SPECULATIVE_MISMATCH_PRIORITY = 85
+HINT_PRIORITY = 4  # below an unexplained error (10) and far enough not to contest it
+_PHASE_HINT: dict[str, tuple[DiagnosisClass, str]] = {
+    "launch": ("config_error", "it failed right after launch, where the engine checks its arguments"),
+    "distributed_init": ("nccl_error", "it failed during distributed (NCCL) initialisation"),
+    "weights": ("model_load_error", "it failed while the weights were loading"),
+    "weights_done": ("model_load_error", "it failed right after the weights were loaded"),
+    "memory_profiling": ("cuda_oom", "it failed while memory was profiled and the KV cache sized"),
+    "server": ("warmup_failed", "it failed once the HTTP server was up, during the warm-up"),
+}
 _CAPACITY = re.compile(
     r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)", re.IGNORECASE
 )
@@ -58,6 +68,12 @@ _SPECULATIVE_CONTEXT = re.compile(
     r"|eagle\w*_proposer|num_speculative_tokens['\"]?[=:] ?\d"
 )
 _SPECULATIVE_SCAN_CHARS = 4 * 1024 * 1024
+# A process that died from a signal in native code; an interpreter's own fatal check
+# ("Fatal Python error: _PyObject_AssertFailed") is not one and stays unexplained.
+_SIGNAL_DEATH = re.compile(
+    r"Segmentation fault|Segfault|SIG(?:SEGV|BUS|ILL|FPE|ABRT)|Aborted|Bus error|Floating point exception"
+    r"|Illegal instruction"
+)
 # A crash in native code is explained by the component only where that component runs native code
 # that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
 _CRASH_COMPONENTS = ("cuda_graph", "distributed")
@@ -107,6 +123,33 @@ def speculative_in_use(window: LogWindow) -> bool:
     return _SPECULATIVE_CONTEXT.search(text) is not None
 
 
+def phase_lead(phase: Phase) -> tuple[DiagnosisClass, str] | None:
+    """The class a failure in this start-up phase most often has, and why (None where none stands out)."""
+    return _PHASE_HINT.get(phase)
+
+
+def hint_evidence(root: ErrorEvent, phase: Phase, library: SignatureLibrary) -> list[Evidence]:
+    """Weak leads for an error no rule explains: what the start-up phase it failed in, or its exception,
+    usually means. They never decide the class (their priority is below that of an unexplained error);
+    they become the alternatives of an ``unknown`` diagnosis."""
+    lead = phase_lead(phase)
+    leads: list[tuple[DiagnosisClass, str]] = [lead] if lead is not None else []
+    if root.type is not None and root.type.endswith("KeyError") and _WEIGHT_NAME.match(root.message.strip()):
+        leads.append(("model_load_error", "the checkpoint and the model disagree on a weight's name"))
+    return [
+        Evidence(
+            "hint",
+            diagnosis_class,
+            HINT_PRIORITY,
+            0.3,
+            root.index,
+            why,
+            list(library.class_remedies.get(diagnosis_class, [])),
+        )
+        for diagnosis_class, why in leads
+    ]
+
+
 def root_evidence(root: ErrorEvent | None, window: LogWindow, library: SignatureLibrary) -> list[Evidence]:
     """The classes the root cause's structure points at (none when it says nothing specific)."""
     if root is None:
@@ -121,7 +164,7 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
     mapped = _component_class(root, component)
     if mapped is not None:
         add(mapped[0], COMPONENT_PRIORITY, mapped[1], f"the root cause's innermost frames are in {component}")
-    if root.kind == "crash" and mapped is None:
+    if root.kind == "crash" and mapped is None and _SIGNAL_DEATH.search(f"{root.type} {root.message}"):
         where = f" in {component} code" if component else ""
         add("process_killed", CRASH_PRIORITY, 0.7, f"the process crashed in native code{where} ({root.message})")
     if root.kind != "crash" and _kernel_build_failure(root):

@@ -11,7 +11,8 @@ from agent.state import ProjectState
 from tools.engines.launch import LaunchEngineOutput
 from tools.logs.diagnose import Diagnosis
 
-ESCALATE_CLASSES = {"unknown": "unknown_failure", "gpu_hardware_fault": "hardware"}
+# Classes no launch change of the runbook's own can fix: a person is asked, with the evidence.
+ESCALATE_CLASSES = {"unknown": "unknown_failure", "gpu_hardware_fault": "hardware", "config_error": "config_error"}
 
 
 def _evidence(diagnosis: Diagnosis, log_path: str | None) -> list[str]:
@@ -125,6 +126,14 @@ def _ask_about_failure(
             "Please check the GPU (nvidia-smi -q, kernel log) and tell me how to proceed."
         )
         hypothesis = "a failing GPU (Xid/ECC error); it may need a reset, a reboot or replacement"
+    elif klass == "config_error":
+        question = (
+            "The engine rejected its launch arguments (see the key line for its reason). Tell me which "
+            "setting to change (e.g. reasoning_parser=kimi_k2 or attention_backend=triton), or fix the "
+            "launch and answer 'retry'."
+        )
+        reason = diagnosis.root_cause.message if diagnosis.root_cause and diagnosis.root_cause.message else ""
+        hypothesis = reason or diagnosis.summary or "a flag or value the installed engine release does not accept"
     else:
         question = (
             f"The engine {outcome} with an error I have no remedy for. Please look at the evidence and "

@@ -3,8 +3,9 @@
 probe -> plan -> launch -> watch and diagnose -> apply the known remedies one change at a time ->
 correctness probe -> baseline benchmark (single-stream and peak) -> when speculation is wanted: try the
 off-the-shelf drafter, train one if it loses, keep the faster configuration -> finish with a report.
-It reacts to diagnoses and measurements only, and asks a human when a diagnosis is unknown or a
-hardware fault, when remedies run out, or when the goal cannot be met on this host.
+It reacts to diagnoses and measurements only, and asks a human when a diagnosis is unknown, a
+hardware fault or arguments the engine rejects, when remedies run out, or when the goal cannot be met
+on this host.
 """
 
 from __future__ import annotations
