@@ -1,8 +1,10 @@
 """Keeping the conversation window bounded: prune old tool outputs first, then fold the oldest turns.
 
 Compaction starts when the window's estimated size passes the budget and brings it down to the low-water
-mark, so that between compactions the prompt prefix is stable (good for provider prompt caches). Folded
-turns leave the window for good; :func:`fold_digest` condenses them into a finding for the state document.
+mark, so that between compactions the prompt prefix is stable (good for provider prompt caches, and
+required for replayed thinking blocks). State documents superseded by a later whole one go first, then
+old tool outputs. Folded turns leave the window for good; :func:`fold_digest` condenses them (with the
+model's thinking) into a digest kept in the state document.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ class Compaction:
     folded: list[AssistantTurn | UserTurn] = field(default_factory=list)
     pruned_results: int = 0
 
+    @property
+    def edited(self) -> bool:
+        """Whether the window changed (so what was sent before no longer prefixes the next request)."""
+        return bool(self.folded or self.pruned_results)
+
 
 def window_tokens(window: list[AssistantTurn | UserTurn], settings: ContextSettings) -> int:
     return estimate_tokens(sum(turn_chars(turn) for turn in window), settings.chars_per_token)
@@ -45,7 +52,8 @@ def compact(window: list[AssistantTurn | UserTurn], settings: ContextSettings) -
     target = int(settings.window_budget_tokens * settings.low_water_fraction)
     turns = [turn.model_copy(deep=True) for turn in window]
     protected = min(settings.keep_recent_turns, len(turns))
-    pruned = _prune(turns[: len(turns) - protected], turns, target, settings)
+    pruned = _drop_superseded_states(turns)
+    pruned += _prune(turns[: len(turns) - protected], turns, target, settings)
     folded: list[AssistantTurn | UserTurn] = []
     while len(turns) > protected and window_tokens(turns, settings) > target:
         folded.append(turns.pop(0))
@@ -57,12 +65,21 @@ def compact(window: list[AssistantTurn | UserTurn], settings: ContextSettings) -
     return Compaction(window=turns, folded=folded, pruned_results=pruned)
 
 
-def _prune(
-    candidates: list[AssistantTurn | UserTurn],
-    window: list[AssistantTurn | UserTurn],
-    target: int,
-    settings: ContextSettings,
-) -> int:
+def _drop_superseded_states(turns: list[AssistantTurn | UserTurn]) -> int:
+    """Replace the state parts older than the newest whole state document with a one-line note."""
+    latest = max((index for index, turn in enumerate(turns) if isinstance(turn, UserTurn) and turn.state_full),
+                 default=-1)
+    count = 0
+    for turn in turns[:max(latest, 0)]:
+        if isinstance(turn, UserTurn) and turn.state and not turn.state.startswith("[state"):
+            turn.state = f"[state document of step {turn.step} left out: a newer one follows]"
+            turn.state_full = False
+            count += 1
+    return count
+
+
+def _prune(candidates: list[AssistantTurn | UserTurn], window: list[AssistantTurn | UserTurn], target: int,
+           settings: ContextSettings) -> int:
     """Shorten tool outputs (and long notes) in ``candidates``, oldest first, until the window fits."""
     count = 0
     for turn in candidates:
@@ -102,8 +119,8 @@ def fold_digest(turns: list[AssistantTurn | UserTurn]) -> tuple[str, list[str]]:
         if isinstance(turn, UserTurn):
             lines.extend(f"step {turn.step} message: {_clip(note, 160)}" for note in turn.notes)
             continue
-        if turn.text:
-            lines.append(f"step {turn.step} model: {_clip(turn.text, 200)}")
+        if turn.thought:
+            lines.append(f"step {turn.step} model: {_clip(turn.thought, 240)}")
         for call in turn.calls:
             calls += 1
             result = results.get(call.id)

@@ -2,12 +2,18 @@
 
 Prices are list prices in USD per million tokens as the providers published them in November 2026
 (standard tier, short prompts); check them against the provider's price page and override them in the
-configuration (``[llm.prices.<model>]``) when they change. A model that is not in the table (a local
-SGLang/vLLM/llama.cpp server, for instance) costs nothing.
+configuration (``[llm.prices.<model>]``) when they change.
+
+A name matches its table entry exactly or as a dated snapshot of it (``claude-sonnet-4-5-20250929``,
+``gpt-5.5-2026-04-23``); a longer name is another model (``gpt-5`` does not price ``gpt-5.4-nano``). A
+hosted model without a price is :data:`UNKNOWN`: its cost is counted as 0 but marked unknown, and a run
+with an explicit cost limit refuses to start on it. A model on a local OpenAI-compatible server
+(SGLang, vLLM, llama.cpp) is :data:`FREE` unless the configuration prices it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +28,10 @@ class ModelPrice(BaseModel):
     output: float = Field(ge=0)
     cache_write: float | None = Field(default=None, ge=0)
     cache_read: float | None = Field(default=None, ge=0)
+    # One-hour cache writes (Anthropic bills them at twice the input price); unset: 2 x input.
+    cache_write_1h: float | None = Field(default=None, ge=0)
+    # True for a model the table does not price: its cost is not known (see the module docstring).
+    unknown: bool = False
 
 
 class TokenCounts(BaseModel):
@@ -31,6 +41,7 @@ class TokenCounts(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # the part of cache_write_tokens written with a one-hour lifetime
 
 
 def _price(
@@ -40,7 +51,7 @@ def _price(
 
 
 PRICES: dict[str, ModelPrice] = {
-    # Anthropic, standard tier; cache writes are the 5-minute kind (the one this policy uses).
+    # Anthropic, standard tier; cache_write is the 5-minute kind, one-hour writes cost 2 x input.
     "claude-fable-5-1": _price(10.0, 50.0, 12.50, 0.25),
     "claude-fable-5": _price(10.0, 50.0, 12.50, 1.0),
     "claude-opus-5-5": _price(4.0, 20.0, 5.0, 0.20),
@@ -61,6 +72,8 @@ PRICES: dict[str, ModelPrice] = {
     "claude-haiku-4-5": _price(1.0, 5.0, 1.25, 0.10),
     # OpenAI, standard tier up to 272k input tokens (long prompts cost more); caching is automatic.
     "gpt-6-astra": _price(10.0, 50.0, 12.50, 1.0),
+    "gpt-6.2-sol": _price(2.0, 10.0, 2.50, 0.20),
+    "gpt-6.1-sol": _price(2.0, 10.0, 2.50, 0.20),
     "gpt-6-sol": _price(2.0, 10.0, 2.50, 0.20),
     "gpt-6-luna": _price(0.10, 0.50, 0.125, 0.01),
     "gpt-5.6-sol": _price(5.0, 30.0, None, 0.50),
@@ -78,29 +91,29 @@ PRICES: dict[str, ModelPrice] = {
 }
 
 FREE = ModelPrice(input=0.0, output=0.0)
+UNKNOWN = ModelPrice(input=0.0, output=0.0, unknown=True)
+_SNAPSHOT = re.compile(r"^(?P<family>.+?)-(\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
-def price_for(model: str, overrides: Mapping[str, ModelPrice] | None = None) -> ModelPrice:
-    """The price of ``model``: an exact name first, then the longest table name it starts with
-    (so dated snapshots such as ``claude-sonnet-4-5-20250929`` find their family); unknown models are free."""
+def price_for(model: str, overrides: Mapping[str, ModelPrice] | None = None, *, local: bool = False) -> ModelPrice:
+    """The price of ``model``: its own entry, else the entry of the model it is a dated snapshot of; else
+    :data:`FREE` for a model on a local server (``local``) and :data:`UNKNOWN` for a hosted one."""
     table = {**PRICES, **(overrides or {})}
     if model in table:
         return table[model]
-    prefixes = [name for name in table if model.startswith(name)]
-    if prefixes:
-        return table[max(prefixes, key=len)]
-    return FREE
+    snapshot = _SNAPSHOT.match(model)
+    if snapshot is not None and snapshot["family"] in table:
+        return table[snapshot["family"]]
+    return FREE if local else UNKNOWN
 
 
 def cost_usd(tokens: TokenCounts, price: ModelPrice) -> float:
     """Cost of one call; cached reads and cache writes are billed at their own rates."""
     cache_read = price.cache_read if price.cache_read is not None else price.input
     cache_write = price.cache_write if price.cache_write is not None else price.input
+    hour_write = price.cache_write_1h if price.cache_write_1h is not None else 2 * price.input
+    short_writes = max(tokens.cache_write_tokens - tokens.cache_write_1h_tokens, 0)
     plain_input = max(tokens.input_tokens - tokens.cache_read_tokens - tokens.cache_write_tokens, 0)
-    total = (
-        plain_input * price.input
-        + tokens.cache_read_tokens * cache_read
-        + tokens.cache_write_tokens * cache_write
-        + tokens.output_tokens * price.output
-    )
+    total = (plain_input * price.input + tokens.cache_read_tokens * cache_read + short_writes * cache_write
+             + tokens.cache_write_1h_tokens * hour_write + tokens.output_tokens * price.output)
     return total / 1_000_000

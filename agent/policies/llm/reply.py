@@ -7,8 +7,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from agent.policies.llm.models import ServerFacts
 from agent.policies.llm.pricing import TokenCounts
-from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, UserTurn
+from agent.policies.llm.turns import AssistantTurn, ReasoningRecord, ToolCallRecord, UserTurn
 
 
 @dataclass
@@ -21,23 +22,37 @@ class ModelRequest:
     turns: list[AssistantTurn | UserTurn]
     cache_breakpoints: list[int] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
+    # A stable key for the provider's prompt cache (the run id): OpenAI routes equal keys to one cache.
+    cache_key: str = ""
 
 
 class ModelReply(BaseModel):
+    """One reply. ``stop_reason`` uses the provider's words; ``refusal_category`` is set when the model
+    declined (Anthropic's ``stop_details.category``, or ``content_filter`` / ``refusal`` on OpenAI)."""
+
     text: str = ""
     calls: list[ToolCallRecord] = Field(default_factory=list)
+    reasoning: list[ReasoningRecord] = Field(default_factory=list)
     stop_reason: str = ""
+    refusal_category: str = ""
+    refusal_explanation: str = ""
     tokens: TokenCounts = Field(default_factory=TokenCounts)
     model: str = ""
 
 
 class Provider(Protocol):
-    """A model API. ``complete`` makes exactly one HTTP request (retries live in the caller)."""
+    """A model API. ``complete`` makes exactly one HTTP request (retries live in the caller). ``wire`` is
+    the format it speaks (``anthropic``, ``chat`` or ``responses``): reasoning is replayed only on it."""
 
     name: str
     model: str
+    wire: str
 
     def complete(self, request: ModelRequest) -> ModelReply: ...
+
+    def facts(self) -> ServerFacts:
+        """What the API or server reports about the model; empty when it reports nothing (never raises)."""
+        ...
 
     def close(self) -> None: ...
 

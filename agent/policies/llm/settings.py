@@ -14,6 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from agent.policies.llm.pricing import ModelPrice
 
 Provider = Literal["anthropic", "openai"]
+WireChoice = Literal["auto", "chat", "responses"]
+# auto: the model's default (current Claude models think adaptively; nothing is sent); adaptive / enabled /
+# between_tools / disabled: Anthropic's thinking types (enabled needs thinking_budget_tokens); on / off:
+# OpenAI-compatible servers, through ``chat_template_kwargs`` (enable_thinking / thinking).
+ThinkingMode = Literal["auto", "adaptive", "enabled", "between_tools", "disabled", "on", "off"]
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+CacheTtl = Literal["5m", "1h"]
 
 DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-6-sol"}
 API_KEY_VARIABLES: dict[str, str] = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -55,7 +62,11 @@ class ContextSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     window_budget_tokens: int = Field(default=60_000, ge=1_000)
-    """Estimated tokens of recent turns that trigger compaction."""
+    """Estimated tokens of recent turns that trigger compaction: an upper bound, since the budget in force
+    also fits the model's real context window (see ``agent/policies/llm/budget.py``)."""
+    context_window_tokens: int | None = Field(default=None, ge=4_000)
+    """The model's context window in tokens; unset: what the API or server reports, else the model
+    family's."""
     low_water_fraction: float = Field(default=0.6, gt=0.1, lt=1.0)
     """Compaction goes down to this fraction of the budget."""
     state_document_max_tokens: int = Field(default=12_000, ge=500)
@@ -96,6 +107,25 @@ class LlmSettings(BaseModel):
     reasoning models honour temperature only with reasoning turned off."""
     prompt_name: str = "system"
     """The system prompt, by name (``prompts/<name>.md``)."""
+    wire: WireChoice = "auto"
+    """OpenAI API: ``chat``, ``responses``, or ``auto``: Responses for the OpenAI models that take tools
+    only there (GPT-5.4 and later), else Chat Completions (every OpenAI-compatible server)."""
+    thinking: ThinkingMode = "auto"
+    """Anthropic's thinking type (``auto``: adaptive thinking with readable output on models that think
+    adaptively, else the model's default); ``on``/``off`` switch a compatible server's chat template."""
+    thinking_budget_tokens: int = Field(default=8_000, ge=1_024)
+    """Thinking budget for ``thinking = "enabled"``."""
+    thinking_display: Literal["summarized", "omitted"] = "summarized"
+    """Readable thinking in replies (Anthropic): what the transcript and the decision's thought record."""
+    effort: Effort | None = None
+    """Reasoning effort (Anthropic ``output_config.effort``, OpenAI ``reasoning.effort``); unset: the
+    model's default."""
+    reasoning_model: bool | None = None
+    """Whether the model reasons (``max_completion_tokens``, no temperature unless the effort is
+    ``none``); unset: from the model family."""
+    cache_ttl: CacheTtl = "1h"
+    """Lifetime of the cache breakpoint on tools and system prompt (Anthropic): launch_engine can block
+    30 minutes and run_bench an hour, longer than the 5-minute default."""
     retry: RetrySettings = Field(default_factory=RetrySettings)
     """Retries of transient API failures."""
     context: ContextSettings = Field(default_factory=ContextSettings)

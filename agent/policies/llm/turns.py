@@ -13,6 +13,23 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 
+class ReasoningRecord(BaseModel):
+    """Provider-native reasoning, kept to be sent back unchanged while its conversation goes on.
+
+    ``thinking`` / ``redacted_thinking``: an Anthropic block (``signature`` holds the signature, or the
+    redacted block's opaque data); ``reasoning_item``: an OpenAI Responses reasoning item (``item_id``,
+    ``summary`` and ``signature`` = its ``encrypted_content``); ``reasoning_content``: the reasoning text
+    an OpenAI-compatible server returned next to tool calls (``field`` names the key it came in).
+    """
+
+    kind: Literal["thinking", "redacted_thinking", "reasoning_item", "reasoning_content"]
+    text: str = ""
+    signature: str = ""
+    item_id: str = ""
+    summary: list[str] = Field(default_factory=list)
+    field: str = "reasoning_content"
+
+
 class ToolCallRecord(BaseModel):
     id: str
     name: str
@@ -33,6 +50,15 @@ class AssistantTurn(BaseModel):
     step: int = 0
     text: str = ""
     calls: list[ToolCallRecord] = Field(default_factory=list)
+    # Reasoning to send back, only to the wire and model that produced it (``source``).
+    reasoning: list[ReasoningRecord] = Field(default_factory=list)
+    source: str = ""
+
+    @property
+    def thought(self) -> str:
+        """The readable reasoning of this turn (thinking text, summaries), then its text."""
+        parts = [record.text or "\n".join(record.summary) for record in self.reasoning]
+        return "\n\n".join(part for part in [*parts, self.text] if part)
 
 
 class UserTurn(BaseModel):
@@ -40,6 +66,13 @@ class UserTurn(BaseModel):
     step: int = 0
     results: list[ToolResultRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    # The state document (``state_full``) or what changed in it since the last one, sent after the notes.
+    state: str = ""
+    state_full: bool = False
+
+    def texts(self) -> list[str]:
+        """The text parts of this turn in the order they are sent: notes, then the state part."""
+        return [*self.notes, self.state] if self.state else list(self.notes)
 
 
 Turn = Annotated[AssistantTurn | UserTurn, Field(discriminator="role")]
@@ -53,8 +86,12 @@ def arguments_json(arguments: dict[str, Any] | str) -> str:
 def turn_chars(turn: AssistantTurn | UserTurn) -> int:
     """Characters this turn adds to a prompt (the basis of the token estimate)."""
     if isinstance(turn, AssistantTurn):
-        return len(turn.text) + sum(len(call.name) + len(arguments_json(call.arguments)) + 40 for call in turn.calls)
-    return sum(len(result.content) + 60 for result in turn.results) + sum(len(note) + 10 for note in turn.notes)
+        reasoning = sum(len(record.text) + len(record.signature) // 2 + sum(map(len, record.summary))
+                        for record in turn.reasoning)
+        return len(turn.text) + reasoning + sum(len(call.name) + len(arguments_json(call.arguments)) + 40
+                                                for call in turn.calls)
+    return (sum(len(result.content) + 60 for result in turn.results)
+            + sum(len(text) + 10 for text in turn.texts()))
 
 
 def estimate_tokens(chars: int, chars_per_token: float) -> int:
@@ -67,12 +104,14 @@ def merge_turns(turns: list[AssistantTurn | UserTurn]) -> list[AssistantTurn | U
     for turn in turns:
         previous = merged[-1] if merged else None
         if isinstance(turn, UserTurn) and isinstance(previous, UserTurn):
-            merged[-1] = UserTurn(
-                step=previous.step, results=[*previous.results, *turn.results], notes=[*previous.notes, *turn.notes]
-            )
+            merged[-1] = UserTurn(step=previous.step, results=[*previous.results, *turn.results],
+                                  notes=[*previous.texts(), *turn.notes], state=turn.state,
+                                  state_full=turn.state_full)
         elif isinstance(turn, AssistantTurn) and isinstance(previous, AssistantTurn):
             text = "\n\n".join(part for part in (previous.text, turn.text) if part)
-            merged[-1] = AssistantTurn(step=turn.step, text=text, calls=[*previous.calls, *turn.calls])
+            merged[-1] = AssistantTurn(step=turn.step, text=text, calls=[*previous.calls, *turn.calls],
+                                       reasoning=[*previous.reasoning, *turn.reasoning],
+                                       source=turn.source if turn.source == previous.source else "")
         else:
             merged.append(turn)
     return merged
@@ -106,7 +145,8 @@ def paired_results(turns: list[AssistantTurn | UserTurn]) -> list[AssistantTurn 
             matched += _missing_results(previous, {result.call_id for result in matched})
             order = {call.id: position for position, call in enumerate(previous.calls)}
             matched.sort(key=lambda result: order[result.call_id])
-        fixed.append(UserTurn(step=turn.step, results=matched, notes=[*orphans, *turn.notes]))
+        fixed.append(UserTurn(step=turn.step, results=matched, notes=[*orphans, *turn.notes], state=turn.state,
+                              state_full=turn.state_full))
     return fixed
 
 

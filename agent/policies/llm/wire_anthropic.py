@@ -1,14 +1,13 @@
-"""The Anthropic Messages wire format: tool_use / tool_result blocks and prompt-cache breakpoints.
+"""The Anthropic Messages wire format: tool_use / tool_result blocks, thinking blocks, cache breakpoints.
 
 Pure data conversion, no network: request pieces from neutral turns, and a :class:`ModelReply` from a
 complete ``Message`` or from the raw stream events (message_start, content_block_start/delta/stop,
-message_delta, message_stop).
+message_delta, message_stop). Blocks are read by their ``type`` so that an SDK release that predates a
+block type (thinking, redacted_thinking) still hands its fields through.
 
-Thinking blocks in replies are read past and never sent back. Models with preserved thinking check a
-returned thinking block against everything before it, and this policy edits its history on purpose
-(the state document closes each request, old outputs are pruned, old turns folded), so returned blocks
-would fail that check; a history without thinking blocks is what those models accept for edited
-conversations.
+Thinking blocks (and redacted ones) come back as :class:`ReasoningRecord` and are sent back unchanged, in
+front of the turn's text and tool calls, for as long as the policy keeps them (it drops them when it
+edits the conversation before them, which would fail the API's prefix check).
 """
 
 from __future__ import annotations
@@ -16,29 +15,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from anthropic import types as anthropic_types
-
 from agent.policies.llm.pricing import TokenCounts
 from agent.policies.llm.reply import IncompleteResponse, ModelReply, ModelRequest
-from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, UserTurn
+from agent.policies.llm.turns import AssistantTurn, ReasoningRecord, ToolCallRecord, UserTurn
 
 EPHEMERAL = {"type": "ephemeral"}
+REPLAYED = ("thinking", "redacted_thinking")
 
 
-def request_parameters(request: ModelRequest) -> dict[str, Any]:
-    """``system``, ``tools`` and ``messages`` for ``messages.create``. The stable prefix (tools and
-    system prompt) carries a cache breakpoint, and so do the turns the request names as reusable."""
-    tools = [
-        {
-            "name": tool["name"],
-            "description": tool.get("description", ""),
-            "input_schema": tool.get("input_schema", {"type": "object"}),
-        }
-        for tool in request.tools
-    ]
+def request_parameters(request: ModelRequest, stable_ttl: str = "1h") -> dict[str, Any]:
+    """``system``, ``tools`` and ``messages`` for ``messages.create``. The stable prefix (tools and system
+    prompt) carries a breakpoint with ``stable_ttl``; the turns the request names as reusable carry
+    5-minute ones (the API wants longer lifetimes before shorter ones, which this order keeps)."""
+    stable = {"type": "ephemeral", "ttl": stable_ttl} if stable_ttl != "5m" else EPHEMERAL
+    tools = [{"name": tool["name"], "description": tool.get("description", ""),
+              "input_schema": tool.get("input_schema", {"type": "object"})} for tool in request.tools]
     if tools:
-        tools[-1]["cache_control"] = EPHEMERAL
-    system = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
+        tools[-1]["cache_control"] = stable
+    system = [{"type": "text", "text": request.system, "cache_control": stable}]
     messages = [_message(turn) for turn in request.turns]
     # The API allows four breakpoints: tools and system take two, the history gets the other two.
     for index in sorted(set(request.cache_breakpoints), reverse=True)[:2]:
@@ -48,9 +42,16 @@ def request_parameters(request: ModelRequest) -> dict[str, Any]:
     return {"system": system, "tools": tools, "messages": messages}
 
 
+def _reasoning_block(record: ReasoningRecord) -> dict[str, Any]:
+    if record.kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": record.signature}
+    return {"type": "thinking", "thinking": record.text, "signature": record.signature}
+
+
 def _message(turn: AssistantTurn | UserTurn) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     if isinstance(turn, AssistantTurn):
+        blocks = [_reasoning_block(record) for record in turn.reasoning if record.kind in REPLAYED]
         if turn.text:
             blocks.append({"type": "text", "text": turn.text})
         for call in turn.calls:
@@ -61,66 +62,64 @@ def _message(turn: AssistantTurn | UserTurn) -> dict[str, Any]:
             blocks.append({"type": "text", "text": "(no reply)"})
         return {"role": "assistant", "content": blocks}
     for result in turn.results:
-        blocks.append(
-            {
-                "type": "tool_result",
-                "tool_use_id": result.call_id,
-                "content": result.content or "(empty)",
-                "is_error": result.is_error,
-            }
-        )
-    for note in turn.notes:
-        blocks.append({"type": "text", "text": note})
+        blocks.append({"type": "tool_result", "tool_use_id": result.call_id,
+                       "content": result.content or "(empty)", "is_error": result.is_error})
+    blocks.extend({"type": "text", "text": text} for text in turn.texts())
     if not blocks:
         blocks.append({"type": "text", "text": "Continue."})
     return {"role": "user", "content": blocks}
 
 
-def _arguments(value: object) -> dict[str, Any] | str:
+def parse_arguments(value: object) -> dict[str, Any] | str:
+    """A tool input as an object, or the raw text when it is not a JSON object (answered with an error)."""
     if isinstance(value, dict):
         return value
-    if isinstance(value, str):
-        return _parse_arguments(value)
-    return json.dumps(value)
-
-
-def _parse_arguments(text: str) -> dict[str, Any] | str:
-    if not text.strip():
+    if not isinstance(value, str):
+        return json.dumps(value)
+    if not value.strip():
         return {}
     try:
-        parsed = json.loads(text)
+        parsed = json.loads(value)
     except json.JSONDecodeError:
-        return text
-    return parsed if isinstance(parsed, dict) else text
+        return value
+    return parsed if isinstance(parsed, dict) else value
 
 
-def _tokens(usage: Any) -> TokenCounts:
+def tokens_from(usage: Any) -> TokenCounts:
     uncached = int(getattr(usage, "input_tokens", 0) or 0)
     read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
     written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-    return TokenCounts(
-        input_tokens=uncached + read + written,
-        output_tokens=int(usage.output_tokens or 0),
-        cache_read_tokens=read,
-        cache_write_tokens=written,
-    )
+    creation = getattr(usage, "cache_creation", None)
+    hour = int(getattr(creation, "ephemeral_1h_input_tokens", 0) or 0) if creation is not None else 0
+    return TokenCounts(input_tokens=uncached + read + written, output_tokens=int(usage.output_tokens or 0),
+                       cache_read_tokens=read, cache_write_tokens=written, cache_write_1h_tokens=min(hour, written))
 
 
-def reply_from_message(message: anthropic_types.Message) -> ModelReply:
+def _refusal(stop_details: Any) -> tuple[str, str]:
+    if stop_details is None:
+        return "", ""
+    return str(getattr(stop_details, "category", "") or ""), str(getattr(stop_details, "explanation", "") or "")
+
+
+def reply_from_message(message: Any) -> ModelReply:
+    """A reply from a complete ``Message`` (any SDK release)."""
     text_parts: list[str] = []
     calls: list[ToolCallRecord] = []
+    reasoning: list[ReasoningRecord] = []
     for block in message.content:
-        if isinstance(block, anthropic_types.TextBlock):
+        kind = getattr(block, "type", "")
+        if kind == "text":
             text_parts.append(block.text)
-        elif isinstance(block, anthropic_types.ToolUseBlock):
-            calls.append(ToolCallRecord(id=block.id, name=block.name, arguments=_arguments(block.input)))
-    return ModelReply(
-        text="\n".join(text_parts),
-        calls=calls,
-        stop_reason=message.stop_reason or "",
-        tokens=_tokens(message.usage),
-        model=message.model,
-    )
+        elif kind == "tool_use":
+            calls.append(ToolCallRecord(id=block.id, name=block.name, arguments=parse_arguments(block.input)))
+        elif kind == "thinking":
+            reasoning.append(ReasoningRecord(kind="thinking", text=block.thinking, signature=block.signature))
+        elif kind == "redacted_thinking":
+            reasoning.append(ReasoningRecord(kind="redacted_thinking", signature=block.data))
+    category, explanation = _refusal(getattr(message, "stop_details", None))
+    return ModelReply(text="\n".join(text_parts), calls=calls, reasoning=reasoning,
+                      stop_reason=message.stop_reason or "", refusal_category=category,
+                      refusal_explanation=explanation, tokens=tokens_from(message.usage), model=message.model)
 
 
 class StreamAccumulator:
@@ -128,53 +127,49 @@ class StreamAccumulator:
 
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
-        self.started: set[int] = set()  # every block index seen, kept or not (thinking blocks are not)
         self.usage: TokenCounts = TokenCounts()
         self.model = ""
         self.stop_reason = ""
+        self.refusal = ("", "")
         self.finished = False
 
-    def feed(self, event: object) -> None:
-        if isinstance(event, anthropic_types.RawMessageStartEvent):
-            self.usage, self.model = _tokens(event.message.usage), event.message.model
-        elif isinstance(event, anthropic_types.RawContentBlockStartEvent):
-            self.started.add(event.index)
-            block = event.content_block
-            if isinstance(block, anthropic_types.ToolUseBlock):
-                self.blocks[event.index] = {"kind": "tool", "id": block.id, "name": block.name, "json": ""}
-            elif isinstance(block, anthropic_types.TextBlock):
-                self.blocks[event.index] = {"kind": "text", "text": block.text}
-        elif isinstance(event, anthropic_types.RawContentBlockDeltaEvent):
+    def feed(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind == "message_start":
+            self.usage, self.model = tokens_from(event.message.usage), event.message.model
+        elif kind == "content_block_start":
+            self.blocks[event.index] = _opening(event.content_block)
+        elif kind == "content_block_delta":
             self._delta(event)
-        elif isinstance(event, anthropic_types.RawMessageDeltaEvent):
+        elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
+            details = getattr(event.delta, "stop_details", None) or getattr(event, "stop_details", None)
+            self.refusal = _refusal(details) if details is not None else self.refusal
             self._final_usage(event.usage)
-        elif isinstance(event, anthropic_types.RawMessageStopEvent):
+        elif kind == "message_stop":
             self.finished = True
 
-    def _delta(self, event: anthropic_types.RawContentBlockDeltaEvent) -> None:
-        if event.index not in self.started:
-            raise IncompleteResponse(f"stream delta for content block {event.index}, which never started")
+    def _delta(self, event: Any) -> None:
         block = self.blocks.get(event.index)
         if block is None:
-            return
-        if isinstance(event.delta, anthropic_types.TextDelta):
-            block["text"] = block.get("text", "") + event.delta.text
-        elif isinstance(event.delta, anthropic_types.InputJSONDelta):
-            block["json"] = block.get("json", "") + event.delta.partial_json
+            raise IncompleteResponse(f"stream delta for content block {event.index}, which never started")
+        delta = event.delta
+        field = {"text_delta": ("text", "text"), "input_json_delta": ("json", "partial_json"),
+                 "thinking_delta": ("thinking", "thinking"),
+                 "signature_delta": ("signature", "signature")}.get(getattr(delta, "type", ""))
+        if field is not None:
+            block[field[0]] = block.get(field[0], "") + (getattr(delta, field[1], "") or "")
 
-    def _final_usage(self, usage: anthropic_types.MessageDeltaUsage) -> None:
+    def _final_usage(self, usage: Any) -> None:
         # message_delta carries cumulative counts; input counts appear there only on some API versions.
-        read = usage.cache_read_input_tokens
-        written = usage.cache_creation_input_tokens
-        if usage.input_tokens is not None:
+        read = getattr(usage, "cache_read_input_tokens", None)
+        written = getattr(usage, "cache_creation_input_tokens", None)
+        if getattr(usage, "input_tokens", None) is not None:
             read_count = read if read is not None else self.usage.cache_read_tokens
             written_count = written if written is not None else self.usage.cache_write_tokens
-            self.usage = TokenCounts(
-                input_tokens=usage.input_tokens + read_count + written_count,
-                cache_read_tokens=read_count,
-                cache_write_tokens=written_count,
-            )
+            self.usage = self.usage.model_copy(update={
+                "input_tokens": usage.input_tokens + read_count + written_count,
+                "cache_read_tokens": read_count, "cache_write_tokens": written_count})
         self.usage = self.usage.model_copy(update={"output_tokens": usage.output_tokens})
 
     def reply(self) -> ModelReply:
@@ -182,14 +177,30 @@ class StreamAccumulator:
             raise IncompleteResponse("the stream ended before message_stop")
         text_parts: list[str] = []
         calls: list[ToolCallRecord] = []
+        reasoning: list[ReasoningRecord] = []
         for index in sorted(self.blocks):
             block = self.blocks[index]
             if block["kind"] == "text":
                 text_parts.append(block["text"])
-            else:
-                calls.append(
-                    ToolCallRecord(id=block["id"], name=block["name"], arguments=_parse_arguments(block["json"]))
-                )
-        return ModelReply(
-            text="\n".join(text_parts), calls=calls, stop_reason=self.stop_reason, tokens=self.usage, model=self.model
-        )
+            elif block["kind"] == "tool_use":
+                calls.append(ToolCallRecord(id=block["id"], name=block["name"],
+                                            arguments=parse_arguments(block["json"])))
+            elif block["kind"] == "thinking":
+                reasoning.append(ReasoningRecord(kind="thinking", text=block["thinking"],
+                                                 signature=block["signature"]))
+            elif block["kind"] == "redacted_thinking":
+                reasoning.append(ReasoningRecord(kind="redacted_thinking", signature=block["data"]))
+        return ModelReply(text="\n".join(text_parts), calls=calls, reasoning=reasoning,
+                          stop_reason=self.stop_reason, refusal_category=self.refusal[0],
+                          refusal_explanation=self.refusal[1], tokens=self.usage, model=self.model)
+
+
+def _opening(block: Any) -> dict[str, Any]:
+    kind = getattr(block, "type", "")
+    if kind == "tool_use":
+        return {"kind": kind, "id": block.id, "name": block.name, "json": ""}
+    if kind == "thinking":
+        return {"kind": kind, "thinking": block.thinking or "", "signature": block.signature or ""}
+    if kind == "redacted_thinking":
+        return {"kind": kind, "data": block.data}
+    return {"kind": kind, "text": getattr(block, "text", "") or ""}

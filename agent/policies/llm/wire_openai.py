@@ -1,8 +1,10 @@
 """The OpenAI Chat Completions wire format: ``tool_calls`` on assistant messages, ``role=tool`` results.
 
-Pure data conversion, no network. Works with any OpenAI-compatible server (SGLang, vLLM, llama.cpp):
-missing or repeated call ids are tolerated by the policy, and tool errors are marked in the result
-text because this format has no error flag.
+Pure data conversion, no network. Works with OpenAI and any OpenAI-compatible server (SGLang, vLLM,
+llama.cpp, hosted DeepSeek or Kimi): tool errors are marked in the result text because this format has
+no error flag. Reasoning comes back as ``reasoning_content`` (SGLang, DeepSeek, Kimi) or ``reasoning``
+(vLLM 0.33); servers in thinking mode refuse a history whose assistant tool-call messages lack it, so it
+is sent back on every such message in the field it came in (an empty string when a turn had none).
 """
 
 from __future__ import annotations
@@ -12,55 +14,63 @@ from typing import Any
 
 from agent.policies.llm.pricing import TokenCounts
 from agent.policies.llm.reply import IncompleteResponse, ModelReply, ModelRequest
-from agent.policies.llm.turns import AssistantTurn, ToolCallRecord, UserTurn, arguments_json
+from agent.policies.llm.turns import AssistantTurn, ReasoningRecord, ToolCallRecord, UserTurn
 
 ERROR_PREFIX = "ERROR: "
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 def request_parameters(request: ModelRequest) -> dict[str, Any]:
     """``messages`` and ``tools`` for ``chat.completions.create``."""
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": tool["name"],
-                "description": tool.get("description", ""),
-                "parameters": tool.get("input_schema", {"type": "object"}),
-            },
-        }
-        for tool in request.tools
-    ]
+    tools = [{"type": "function",
+              "function": {"name": tool["name"], "description": tool.get("description", ""),
+                           "parameters": tool.get("input_schema", {"type": "object"})}}
+             for tool in request.tools]
+    field = reasoning_field(request.turns)
     messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
     for turn in request.turns:
-        messages.extend(_messages(turn))
+        messages.extend(_messages(turn, field))
     return {"messages": messages, "tools": tools}
 
 
-def _messages(turn: AssistantTurn | UserTurn) -> list[dict[str, Any]]:
+def reasoning_field(turns: list[AssistantTurn | UserTurn]) -> str | None:
+    """The field this conversation's reasoning travels in, or None when no turn carried any."""
+    for turn in turns:
+        if isinstance(turn, AssistantTurn):
+            for record in turn.reasoning:
+                if record.kind == "reasoning_content":
+                    return record.field
+    return None
+
+
+def wrapped_arguments(arguments: dict[str, Any] | str) -> str:
+    """The arguments as JSON text. Broken JSON (a reply cut at the token limit) is wrapped in an object,
+    as on the Anthropic wire, so the request stays valid JSON and the model still sees what it wrote."""
+    if isinstance(arguments, dict):
+        return json.dumps(arguments, ensure_ascii=False)
+    return json.dumps({"unparsed_arguments": arguments}, ensure_ascii=False)
+
+
+def _messages(turn: AssistantTurn | UserTurn, field: str | None) -> list[dict[str, Any]]:
     if isinstance(turn, AssistantTurn):
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.calls:
             message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": arguments_json(call.arguments)},
-                }
-                for call in turn.calls
-            ]
+                {"id": call.id, "type": "function",
+                 "function": {"name": call.name, "arguments": wrapped_arguments(call.arguments)}}
+                for call in turn.calls]
+            if field is not None:
+                message[field] = "".join(record.text for record in turn.reasoning
+                                         if record.kind == "reasoning_content")
         elif not turn.text:
             message["content"] = "(no reply)"
         return [message]
     messages: list[dict[str, Any]] = [
-        {
-            "role": "tool",
-            "tool_call_id": result.call_id,
-            "content": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)"),
-        }
-        for result in turn.results
-    ]
-    if turn.notes or not messages:
-        messages.append({"role": "user", "content": "\n\n".join(turn.notes) or "Continue."})
+        {"role": "tool", "tool_call_id": result.call_id,
+         "content": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)")}
+        for result in turn.results]
+    if turn.texts() or not messages:
+        messages.append({"role": "user", "content": "\n\n".join(turn.texts()) or "Continue."})
     return messages
 
 
@@ -74,7 +84,7 @@ def parse_arguments(text: str | None) -> dict[str, Any] | str:
     return parsed if isinstance(parsed, dict) else text
 
 
-def _tokens(usage: Any) -> TokenCounts:
+def tokens_from(usage: Any) -> TokenCounts:
     if usage is None:
         return TokenCounts()
     details = getattr(usage, "prompt_tokens_details", None)
@@ -88,6 +98,15 @@ def _tokens(usage: Any) -> TokenCounts:
     )
 
 
+def _reasoning_of(message: Any) -> list[ReasoningRecord]:
+    """``reasoning_content`` / ``reasoning`` of a message or delta (extra fields the SDK keeps as-is)."""
+    for field in REASONING_FIELDS:
+        value = getattr(message, field, None)
+        if isinstance(value, str):
+            return [ReasoningRecord(kind="reasoning_content", text=value, field=field)]
+    return []
+
+
 def reply_from_completion(completion: Any) -> ModelReply:
     """A reply from a complete ``ChatCompletion``; a response without choices is incomplete."""
     if not getattr(completion, "choices", None):
@@ -98,16 +117,14 @@ def reply_from_completion(completion: Any) -> ModelReply:
         function = getattr(call, "function", None)
         if function is None:
             continue
-        calls.append(
-            ToolCallRecord(id=call.id or "", name=function.name or "", arguments=parse_arguments(function.arguments))
-        )
-    return ModelReply(
-        text=choice.message.content or "",
-        calls=calls,
-        stop_reason=choice.finish_reason or "",
-        tokens=_tokens(completion.usage),
-        model=completion.model or "",
-    )
+        calls.append(ToolCallRecord(id=call.id or "", name=function.name or "",
+                                    arguments=parse_arguments(function.arguments)))
+    refusal = getattr(choice.message, "refusal", None) or ""
+    stop = choice.finish_reason or ""
+    return ModelReply(text=choice.message.content or refusal, calls=calls, reasoning=_reasoning_of(choice.message),
+                      stop_reason="refusal" if refusal and not calls else stop,
+                      refusal_category=stop if stop == "content_filter" else "", refusal_explanation=refusal,
+                      tokens=tokens_from(completion.usage), model=completion.model or "")
 
 
 class StreamAccumulator:
@@ -115,6 +132,7 @@ class StreamAccumulator:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.reasoning: dict[str, list[str]] = {}
         self.calls: dict[int, dict[str, str]] = {}
         self.tokens = TokenCounts()
         self.model = ""
@@ -123,30 +141,37 @@ class StreamAccumulator:
     def feed(self, chunk: Any) -> None:
         self.model = getattr(chunk, "model", None) or self.model
         if getattr(chunk, "usage", None) is not None:
-            self.tokens = _tokens(chunk.usage)
+            self.tokens = tokens_from(chunk.usage)
         for choice in getattr(chunk, "choices", None) or []:
             if choice.index != 0:
                 continue
             delta = choice.delta
-            if delta is not None and delta.content:
-                self.text.append(delta.content)
-            for fragment in (delta.tool_calls if delta is not None else None) or []:
-                entry = self.calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
-                entry["id"] = entry["id"] or (fragment.id or "")
-                if fragment.function is not None:
-                    if fragment.function.name and fragment.function.name != entry["name"]:
-                        entry["name"] += fragment.function.name
-                    entry["arguments"] += fragment.function.arguments or ""
+            if delta is not None:
+                self._delta(delta)
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
+
+    def _delta(self, delta: Any) -> None:
+        if delta.content:
+            self.text.append(delta.content)
+        for record in _reasoning_of(delta):
+            self.reasoning.setdefault(record.field, []).append(record.text)
+        for fragment in delta.tool_calls or []:
+            entry = self.calls.setdefault(fragment.index, {"id": "", "name": "", "arguments": ""})
+            entry["id"] = entry["id"] or (fragment.id or "")
+            if fragment.function is not None:
+                if fragment.function.name and fragment.function.name != entry["name"]:
+                    entry["name"] += fragment.function.name
+                entry["arguments"] += fragment.function.arguments or ""
 
     def reply(self) -> ModelReply:
         if not self.finish_reason:
             raise IncompleteResponse("the stream ended before a finish_reason")
-        calls = [
-            ToolCallRecord(id=entry["id"], name=entry["name"], arguments=parse_arguments(entry["arguments"]))
-            for _, entry in sorted(self.calls.items())
-        ]
-        return ModelReply(
-            text="".join(self.text), calls=calls, stop_reason=self.finish_reason, tokens=self.tokens, model=self.model
-        )
+        calls = [ToolCallRecord(id=entry["id"], name=entry["name"], arguments=parse_arguments(entry["arguments"]))
+                 for _, entry in sorted(self.calls.items())]
+        reasoning = [ReasoningRecord(kind="reasoning_content", text="".join(parts), field=field)
+                     for field, parts in self.reasoning.items()][:1]
+        stop = self.finish_reason
+        return ModelReply(text="".join(self.text), calls=calls, reasoning=reasoning, stop_reason=stop,
+                          refusal_category=stop if stop == "content_filter" else "", tokens=self.tokens,
+                          model=self.model)
