@@ -224,13 +224,18 @@ def test_empty_and_repeated_call_ids_are_replaced_by_unique_ones(tmp_path: Path)
     assert server.rejections == []
 
 
-@pytest.mark.parametrize(("provider", "stop_reason"), [("anthropic", "refusal"), ("openai", "content_filter")])
-def test_a_refusal_stops_the_run_with_a_question(provider: ProviderName, stop_reason: str, tmp_path: Path) -> None:
-    with ModelServer([ModelTurn(text="I can't help with that.", stop_reason=stop_reason)]) as server:
+@pytest.mark.parametrize(("provider", "stop_reason", "category"), [
+    ("anthropic", "refusal", "cyber"), ("openai", "refusal", "refusal"), ("chat", "content_filter", "content_filter"),
+    ("chat", "refusal", "")])
+def test_a_refusal_stops_the_run_with_a_question_naming_its_category(provider: ProviderName, stop_reason: str,
+                                                                   category: str, tmp_path: Path) -> None:
+    turn = ModelTurn(text="I can't help with that.", stop_reason=stop_reason, refusal_category=category or None)
+    with ModelServer([turn]) as server:
         policy = make_policy(server, provider, True)
         decision = policy.decide(view(ProjectState(goal="g"), tmp_path))
         policy.close()
     [ask] = decision.actions
-    assert isinstance(ask, Ask) and ask.question_kind == "model_refusal" and stop_reason in ask.question
-    assert ask.evidence == ["model said: I can't help with that."]
+    assert isinstance(ask, Ask) and ask.question_kind == "model_refusal"
+    assert f"category: {category}" in ask.question if category else "category" not in ask.question
+    assert ask.evidence[0] == "model said: I can't help with that."
     assert decision.usage.model_calls == 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support.llm_harness import MODE_IDS, MODES, ProviderName
+from support.llm_harness import MODE_IDS, MODES, ProviderName, llm_section
 
 from agent.policies.llm.build import make_provider
 from agent.policies.llm.reply import ModelRequest, Provider
@@ -19,8 +19,7 @@ TOOLS = [
 
 
 def provider_for(server: ModelServer, provider: ProviderName, stream: bool) -> Provider:
-    base_url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
-    settings = LlmSettings(provider=provider, base_url=base_url, stream=stream, request_timeout_seconds=2.0)
+    settings = LlmSettings.model_validate(llm_section(server, provider, stream))
     return make_provider(settings, environ={"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"})
 
 
@@ -129,19 +128,20 @@ def test_anthropic_requests_mark_the_stable_prefix_for_caching_and_read_it_back(
         second = model.complete(first_request("A long stable system prompt. " * 50))
         model.close()
         body = server.requests[0].body
-    assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    # The stable prefix outlives tool calls that block for up to an hour (launch_engine, run_bench).
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert first.tokens.cache_write_tokens > 0 and first.tokens.cache_read_tokens == 0
+    assert first.tokens.cache_write_1h_tokens == first.tokens.cache_write_tokens
     assert second.tokens.cache_read_tokens >= first.tokens.cache_write_tokens
     assert second.tokens.input_tokens == first.tokens.input_tokens
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_openai_cached_prompt_tokens_are_counted(stream: bool) -> None:
-    with ModelServer(
-        [ModelTurn(text="one", tool_calls=[ToolUse("emit")]), ModelTurn(text="two", tool_calls=[ToolUse("emit")])]
-    ) as server:
-        model = provider_for(server, "openai", stream)
+@pytest.mark.parametrize(("provider", "stream"), [("openai", False), ("openai", True), ("chat", True)])
+def test_openai_cached_prompt_tokens_are_counted(provider: ProviderName, stream: bool) -> None:
+    with ModelServer([ModelTurn(text="one", tool_calls=[ToolUse("emit")]),
+                      ModelTurn(text="two", tool_calls=[ToolUse("emit")])]) as server:
+        model = provider_for(server, provider, stream)
         system = "Long stable instructions for the deployment. " * 200
         first = model.complete(first_request(system))
         second = model.complete(first_request(system))
@@ -150,18 +150,30 @@ def test_openai_cached_prompt_tokens_are_counted(stream: bool) -> None:
     assert 1024 <= second.tokens.cache_read_tokens <= second.tokens.input_tokens
 
 
-def test_output_limits_sent_by_default_and_when_configured() -> None:
+def test_output_limits_and_sampling_follow_the_model_family_not_the_url() -> None:
     keys = {"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"}
-    with ModelServer([ModelTurn(text="a")] * 4) as server:
-        for provider, base_url in (("anthropic", server.anthropic_base_url), ("openai", server.openai_base_url)):
+    cases = [("anthropic", "claude-sonnet-5-5", "auto"), ("openai", "gpt-6-sol", "chat"),
+             ("openai", "gpt-6-sol", "responses"), ("openai", "gpt-4.1", "chat"), ("openai", "qwen3-32b", "chat")]
+    with ModelServer([ModelTurn(text="a")] * 2 * len(cases)) as server:
+        for provider, name, wire in cases:
+            base_url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
             for limit in (None, 2_000):
-                model = make_provider(
-                    LlmSettings(provider=provider, base_url=base_url, max_output_tokens=limit), environ=keys
-                )
-                model.complete(first_request())
+                model = make_provider(LlmSettings(provider=provider, model=name, base_url=base_url, wire=wire,
+                                                  max_output_tokens=limit, temperature=0.2, effort="low"),
+                                      environ=keys)
+                model.complete(ModelRequest(system="s", tools=[], turns=[UserTurn(notes=["Begin."])]))
                 model.close()
-        anthropic_default, anthropic_set, openai_default, openai_set = (request.body for request in server.requests)
-    assert anthropic_default["max_tokens"] == 32_000 and anthropic_set["max_tokens"] == 2_000
+        bodies = [request.body for request in server.requests]
+    assert server.rejections == []
+    claude, claude_set, chat_reasoning, chat_reasoning_set, responses, responses_set = bodies[:6]
+    assert claude["max_tokens"] == 32_000 and claude_set["max_tokens"] == 2_000
+    assert claude["output_config"] == {"effort": "low"}
+    # A reasoning model takes max_completion_tokens and no temperature, whatever URL serves it.
+    assert chat_reasoning_set["max_completion_tokens"] == 2_000 and "max_tokens" not in chat_reasoning_set
+    assert "temperature" not in chat_reasoning and chat_reasoning["reasoning_effort"] == "low"
+    assert responses_set["max_output_tokens"] == 2_000 and responses["reasoning"] == {"summary": "auto", "effort": "low"}
+    assert responses["store"] is False and responses["include"] == ["reasoning.encrypted_content"]
+    older, older_set, local, local_set = bodies[6:]
+    assert older_set["max_tokens"] == 2_000 and older["temperature"] == 0.2
     # A compatible server (vLLM, SGLang) given no limit allows what the context has room for.
-    assert "max_tokens" not in openai_default and "max_completion_tokens" not in openai_default
-    assert openai_set["max_tokens"] == 2_000
+    assert "max_tokens" not in local and "max_completion_tokens" not in local and local_set["max_tokens"] == 2_000

@@ -27,21 +27,20 @@ from tools.hosts.local import LocalHost
 from tools.update_state import UpdateStateTool
 from twin.model_api.server import ModelServer
 
-ProviderName = Literal["anthropic", "openai"]
-MODES: list[tuple[ProviderName, bool]] = [
-    ("anthropic", False),
-    ("anthropic", True),
-    ("openai", False),
-    ("openai", True),
-]
-MODE_IDS = ["anthropic-json", "anthropic-sse", "openai-json", "openai-sse"]
+# The three wires: "anthropic" (Messages API), "openai" (a hosted OpenAI model: the Responses API),
+# "chat" (an OpenAI-compatible server such as SGLang or vLLM: Chat Completions).
+ProviderName = Literal["anthropic", "openai", "chat"]
+MODES: list[tuple[ProviderName, bool]] = [("anthropic", False), ("anthropic", True), ("openai", False),
+                                          ("openai", True), ("chat", False), ("chat", True)]
+MODE_IDS = ["anthropic-json", "anthropic-sse", "responses-json", "responses-sse", "chat-json", "chat-sse"]
 TEST_KEYS = {"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"}
+LOCAL_MODEL = "Qwen/Qwen3-235B-A22B"
 
 
 def llm_section(server: ModelServer, provider: ProviderName, stream: bool, **overrides: Any) -> dict[str, Any]:
     """An ``llm`` configuration section pointing at the server, with millisecond retry waits."""
     section: dict[str, Any] = {
-        "provider": provider,
+        "provider": "anthropic" if provider == "anthropic" else "openai",
         "base_url": server.anthropic_base_url if provider == "anthropic" else server.openai_base_url,
         "stream": stream,
         "request_timeout_seconds": 2.0,
@@ -57,6 +56,8 @@ def llm_section(server: ModelServer, provider: ProviderName, stream: bool, **ove
             section[key] = {**section[key], **value}
         else:
             section[key] = value
+    if provider == "chat":
+        section.setdefault("model", LOCAL_MODEL)
     return section
 
 

@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Api = Literal["anthropic", "openai"]
-FaultKind = Literal["status", "delay", "cut_stream", "stall_stream", "stream_error"]
+Api = Literal["anthropic", "openai", "responses"]
+FaultKind = Literal["status", "delay", "cut_stream", "stall_stream", "stream_error", "context_exceeded"]
 
 
 @dataclass
@@ -34,11 +34,15 @@ class ModelTurn:
 
     text: str = ""
     tool_calls: list[ToolUse] = field(default_factory=list)
-    # Reasoning sent before the reply: an Anthropic thinking block (with a signature), or OpenAI-compatible
-    # ``reasoning_content`` as SGLang and vLLM reasoning parsers produce it.
+    # Reasoning sent before the reply: an Anthropic thinking block (with a signature), an OpenAI Responses
+    # reasoning item (summary and encrypted content), or ``reasoning_content`` as SGLang, vLLM (in the
+    # server's ``reasoning_field``), DeepSeek and Kimi produce it.
     thinking: str | None = None
     # Default: tool_use (Anthropic) / tool_calls (OpenAI) when there are calls, else end_turn / stop.
+    # "refusal" with ``refusal_category`` plays a declined request; "model_context_window_exceeded"
+    # (Anthropic) a conversation that outgrew the window.
     stop_reason: str | None = None
+    refusal_category: str | None = None
     output_tokens: int | None = None
 
 
@@ -97,6 +101,11 @@ class Fault:
     def stream_error(cls, after_events: int = 2) -> Fault:
         return cls(kind="stream_error", after_events=after_events)
 
+    @classmethod
+    def context_exceeded(cls) -> Fault:
+        """HTTP 400 saying the prompt does not fit the context window, in each API's words."""
+        return cls(kind="context_exceeded", status=400)
+
     def partial_turn(self) -> ModelTurn:
         return self.turn or ModelTurn(
             text="Let me look at the log first.", tool_calls=[ToolUse("tail_log", {"name": "engine", "lines": 50})]
@@ -133,7 +142,8 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        messages = self.body.get("messages")
+        """Messages (Anthropic, Chat Completions) or input items (Responses) of the request."""
+        messages = self.body.get("input" if self.api == "responses" else "messages")
         return messages if isinstance(messages, list) else []
 
     def tool_names(self) -> list[str]:
@@ -144,18 +154,21 @@ class RecordedRequest:
         """Ids of every tool call the assistant messages of this request contain, in order."""
         ids: list[str] = []
         for message in self.messages:
-            if message.get("role") != "assistant":
-                continue
-            if self.api == "openai":
+            if self.api == "responses" and message.get("type") == "function_call":
+                ids.append(message["call_id"])
+            elif message.get("role") == "assistant" and self.api == "openai":
                 ids.extend(call["id"] for call in message.get("tool_calls") or [])
-            else:
+            elif message.get("role") == "assistant" and self.api == "anthropic":
                 ids.extend(block["id"] for block in _blocks(message) if block.get("type") == "tool_use")
         return ids
 
     def tool_results(self) -> list[ResultSeen]:
         results: list[ResultSeen] = []
         for message in self.messages:
-            if self.api == "openai" and message.get("role") == "tool":
+            if self.api == "responses" and message.get("type") == "function_call_output":
+                content = str(message.get("output", ""))
+                results.append(ResultSeen(message["call_id"], content, content.startswith("ERROR")))
+            elif self.api == "openai" and message.get("role") == "tool":
                 content = str(message.get("content", ""))
                 results.append(ResultSeen(message["tool_call_id"], content, content.startswith("ERROR")))
             elif self.api == "anthropic" and message.get("role") == "user":
@@ -172,6 +185,10 @@ class RecordedRequest:
             if message.get("role") == "user":
                 return _text_of(message.get("content"))
         return ""
+
+    def user_texts(self) -> list[str]:
+        """The text of every user message, in order."""
+        return [_text_of(message.get("content")) for message in self.messages if message.get("role") == "user"]
 
     def all_text(self) -> str:
         return json.dumps(self.body, ensure_ascii=False)

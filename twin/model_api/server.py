@@ -1,11 +1,16 @@
-"""A real loopback HTTP server that speaks the Anthropic Messages API and OpenAI Chat Completions.
+"""A real loopback HTTP server that speaks the Anthropic Messages API, OpenAI Chat Completions and the
+OpenAI Responses API.
 
 It plays a script of model turns and faults (see ``model_script``), answers non-streaming requests with
 JSON and streaming ones with server-sent events (Anthropic: message_start, content_block_start,
-content_block_delta with text_delta / input_json_delta, content_block_stop, message_delta, message_stop;
-OpenAI: chat.completion.chunk objects with tool_calls deltas, a usage chunk, ``[DONE]``), rejects requests
-the real APIs would reject (an unanswered tool call, a result for an unknown call), and records every
-request it received. The real SDKs talk to it with ``base_url`` set; nothing in them is patched.
+content_block_delta with text / input_json / thinking / signature deltas, content_block_stop,
+message_delta, message_stop; Chat Completions: chat.completion.chunk objects with tool_calls deltas, a
+usage chunk, ``[DONE]``; Responses: response.* events ending in response.completed), rejects requests the
+real services would reject (see ``model_rules``: unpaired calls, changed or missing thinking, tools on
+Chat Completions for models that need Responses, a missing ``reasoning_content``, invalid ids, prompts
+over ``context_window``), and records every request it received. ``GET /v1/models`` lists the model
+with its ``max_model_len`` (as SGLang and vLLM do); ``GET /v1/models/{id}`` answers Anthropic's Models
+API. The real SDKs talk to it with ``base_url`` set; nothing in them is patched.
 
 Usage::
 
@@ -29,7 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, ClassVar
 
-from twin.model_api import wire
+from twin.model_api import chat, replies, wire
+from twin.model_api.rules import ThinkingLedger
 from twin.model_api.script import Api, Fault, ModelTurn, RecordedRequest, Step
 
 Responder = Callable[[RecordedRequest], Step]
@@ -46,18 +52,24 @@ ANTHROPIC_ERROR_TYPES = {
 
 
 class ModelServer:
-    def __init__(
-        self, script: Iterable[Step] = (), *, responder: Responder | None = None, model: str = "scripted-model"
-    ) -> None:
+    def __init__(self, script: Iterable[Step] = (), *, responder: Responder | None = None,
+                 model: str = "scripted-model", reasoning_field: str | None = None,
+                 context_window: int | None = None) -> None:
+        """``reasoning_field``: thinking mode on Chat Completions (reasoning goes out in this field and
+        must come back on every assistant tool-call message); ``context_window``: refuse longer prompts
+        and report it under ``/v1/models``."""
         self.model = model
         self.responder = responder
+        self.reasoning_field = reasoning_field
+        self.context_window = context_window
+        self.ledger = ThinkingLedger()
         self.requests: list[RecordedRequest] = []
         self.rejections: list[str] = []
         self._script: deque[Step] = deque(script)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._anthropic_cache = wire.AnthropicCache()
-        self._openai_cache = wire.OpenAICache()
+        self._openai_cache = chat.OpenAICache()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -131,13 +143,15 @@ class ModelServer:
             self.requests.append(request)
             return request
 
-    def _usage(self, api: Api, body: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
+    def usage_for(self, api: Api, body: dict[str, Any]) -> tuple[int, int, dict[str, Any]]:
         with self._lock:
             if api == "anthropic":
                 usage = self._anthropic_cache.usage(body)
                 return 0, 0, usage
-            prompt = wire.tokens(json.dumps([body.get("tools"), body.get("messages")]))
-            return prompt, self._openai_cache.cached_tokens(body), {}
+            prompt = replies.prompt_tokens(api, body)
+            cache_view = ({"tools": body.get("tools"), "messages": [body.get("instructions"), body.get("input")]}
+                          if api == "responses" else body)
+            return prompt, self._openai_cache.cached_tokens(cache_view), {}
 
     def _wait(self, seconds: float) -> None:
         self._stopping.wait(seconds)
@@ -161,11 +175,25 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: tests read the recorded requests instead."""
 
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        server = self.model_server
+        if path.endswith("/v1/models"):
+            entry = {"id": server.model, "object": "model", "created": 0, "owned_by": "scripted",
+                     "max_model_len": server.context_window}
+            self._send_json(200, {"object": "list", "data": [entry]})
+        elif "/v1/models/" in path:
+            self._send_json(200, {"type": "model", "id": path.rsplit("/", 1)[-1], "display_name": "Scripted",
+                                  "created_at": "2026-01-01T00:00:00Z", "max_input_tokens": server.context_window,
+                                  "max_tokens": 32_000})
+        else:
+            self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {path}"}})
+
     def do_POST(self) -> None:
         path = self.path.split("?")[0]
-        api: Api | None = (
-            "anthropic" if path.endswith("/v1/messages") else "openai" if path.endswith("/chat/completions") else None
-        )
+        api: Api | None = ("anthropic" if path.endswith("/v1/messages")
+                           else "openai" if path.endswith("/chat/completions")
+                           else "responses" if path.endswith("/responses") else None)
         raw = self._read_body()
         if api is None:
             self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {path}"}})
@@ -176,10 +204,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(api, 400, f"the request body is not JSON: {error}")
             return
         server = self.model_server
-        request = server._record(
-            api, path, {name.lower(): value for name, value in self.headers.items()}, body, len(raw)
-        )
-        problems = wire.anthropic_problems(body) if api == "anthropic" else wire.openai_problems(body)
+        request = server._record(api, path, {name.lower(): value for name, value in self.headers.items()},
+                                 body, len(raw))
+        problems = replies.problems(server, api, body)
+        tokens = replies.prompt_tokens(api, body)
+        if server.context_window is not None and tokens > server.context_window:
+            problems.append(replies.context_message(api, tokens, server.context_window))
         if problems:
             request.answer = f"rejected: {problems[0]}"
             server.rejections.extend(problems)
@@ -199,21 +229,10 @@ class _Handler(BaseHTTPRequestHandler):
     # -- replies --------------------------------------------------------------------------------------------
 
     def _events(self, api: Api, body: dict[str, Any], turn: ModelTurn) -> list[bytes]:
-        prompt, cached, usage = self.model_server._usage(api, body)
-        if api == "anthropic":
-            return [
-                f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
-                for name, payload in wire.anthropic_events(turn, self.model_server.model, usage)
-            ]
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        chunks = wire.openai_chunks(turn, self.model_server.model, prompt, cached, include_usage)
-        return [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
+        return replies.Reply(self.model_server, api, body, turn).events()
 
     def _complete_body(self, api: Api, body: dict[str, Any], turn: ModelTurn) -> dict[str, Any]:
-        prompt, cached, usage = self.model_server._usage(api, body)
-        if api == "anthropic":
-            return wire.anthropic_message(turn, self.model_server.model, usage)
-        return wire.openai_completion(turn, self.model_server.model, prompt, cached)
+        return replies.Reply(self.model_server, api, body, turn).body_json()
 
     def _reply(self, api: Api, body: dict[str, Any], turn: ModelTurn) -> None:
         if body.get("stream"):
@@ -226,6 +245,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, self._complete_body(api, body, turn))
 
     def _fault(self, api: Api, body: dict[str, Any], fault: Fault) -> None:
+        if fault.kind == "context_exceeded":
+            tokens = replies.prompt_tokens(api, body)
+            self._send_error(api, 400, replies.context_message(api, tokens, max(tokens // 2, 1)),
+                             code="context_length_exceeded")
+            return
         if fault.kind == "status":
             headers = {}
             if fault.retry_after is not None:
@@ -254,8 +278,12 @@ class _Handler(BaseHTTPRequestHandler):
             if api == "anthropic":
                 error = wire.anthropic_error("overloaded_error", "Overloaded")
                 self._chunk(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
+            elif api == "responses":
+                error = {"type": "error", "code": "server_error", "message": "scripted failure", "param": None,
+                         "sequence_number": fault.after_events}
+                self._chunk(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
             else:
-                error = wire.openai_error("server_error", "scripted failure")
+                error = chat.openai_error("server_error", "scripted failure")
                 self._chunk(f"data: {json.dumps(error)}\n\n".encode())
             self._chunk(b"")
         elif fault.kind == "stall_stream":
@@ -290,11 +318,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error(self, api: Api, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def _send_error(self, api: Api, status: int, message: str, headers: dict[str, str] | None = None,
+                    code: str | None = None) -> None:
         if api == "anthropic":
             payload = wire.anthropic_error(ANTHROPIC_ERROR_TYPES.get(status, "api_error"), message)
         else:
-            payload = wire.openai_error("invalid_request_error" if status < 500 else "server_error", message)
+            payload = chat.openai_error("invalid_request_error" if status < 500 else "server_error", message, code)
         self._send_json(status, payload, headers)
 
     def _start_stream(self) -> None:

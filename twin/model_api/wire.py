@@ -1,9 +1,11 @@
-"""The two wire formats as the scripted server writes them, and the checks the real APIs make.
+"""The Anthropic Messages wire as the scripted server writes it, helpers shared by all wires, and the
+pairing checks the real API makes.
 
 Replies: a complete JSON body, or the list of server-sent events (name, payload) of a stream. Checks:
-the tool-use / tool-result pairing both APIs enforce, so a client that leaves a call unanswered gets the
-same 400 it would get from the real service. Token counts are estimates (4 characters a token); cached
-tokens follow each API's caching rules closely enough to test the accounting.
+the tool-use / tool-result pairing, so a client that leaves a call unanswered gets the same 400 it would
+get from the real service (the model-specific rules are in ``model_rules``). Token counts are estimates
+(4 characters a token); cached tokens follow the API's caching rules closely enough to test the
+accounting, one-hour breakpoints included.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import time
 import uuid
 from typing import Any
 
@@ -31,8 +32,8 @@ def call_id(api: Api, tool: ToolUse) -> str:
     return f"toolu_{uuid.uuid4().hex[:24]}" if api == "anthropic" else f"call_{uuid.uuid4().hex[:24]}"
 
 
-def _pieces(text: str) -> list[str]:
-    return [text[start : start + PIECE_CHARS] for start in range(0, len(text), PIECE_CHARS)] or [""]
+def pieces(text: str) -> list[str]:
+    return [text[start:start + PIECE_CHARS] for start in range(0, len(text), PIECE_CHARS)] or [""]
 
 
 def output_tokens(turn: ModelTurn) -> int:
@@ -48,10 +49,9 @@ def anthropic_error(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
-def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, int]) -> dict[str, Any]:
+def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, int], signature: str = "") -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if turn.thinking is not None:
-        signature = f"sig-{uuid.uuid4().hex}"
         content.append({"type": "thinking", "thinking": turn.thinking, "signature": signature})
     if turn.text:
         content.append({"type": "text", "text": turn.text})
@@ -63,32 +63,26 @@ def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, int]) -> dic
                 arguments = json.loads(arguments)
         content.append({"type": "tool_use", "id": call_id("anthropic", tool), "name": tool.name, "input": arguments})
     stop = turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
-    return {
-        "id": f"msg_{uuid.uuid4().hex[:24]}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": {**usage, "output_tokens": output_tokens(turn)},
-    }
+    details = ({"type": "refusal", "category": turn.refusal_category, "explanation": "scripted refusal"}
+               if stop == "refusal" else None)
+    return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop, "stop_sequence": None, "stop_details": details,
+            "usage": {**usage, "output_tokens": output_tokens(turn)}}
 
 
 def _block_events(index: int, block: dict[str, Any], arguments_text: str) -> list[tuple[str, dict[str, Any]]]:
     """content_block_start, the deltas, content_block_stop for one block of a complete message."""
     if block["type"] == "thinking":
         opening: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [
-            *({"type": "thinking_delta", "thinking": piece} for piece in _pieces(block["thinking"])),
-            {"type": "signature_delta", "signature": block["signature"]},
-        ]
+        deltas = [*({"type": "thinking_delta", "thinking": piece} for piece in pieces(block["thinking"])),
+                  {"type": "signature_delta", "signature": block["signature"]}]
     elif block["type"] == "text":
         opening = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+        deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
     else:
         opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in ["", *_pieces(arguments_text)]]
+        deltas = [{"type": "input_json_delta", "partial_json": piece}
+                  for piece in ["", *pieces(arguments_text)]]
     start = {"type": "content_block_start", "index": index, "content_block": opening}
     return [
         ("content_block_start", start),
@@ -97,9 +91,11 @@ def _block_events(index: int, block: dict[str, Any], arguments_text: str) -> lis
     ]
 
 
-def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
-    message = anthropic_message(turn, model, usage)
-    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, int],
+                     signature: str = "") -> list[tuple[str, dict[str, Any]]]:
+    message = anthropic_message(turn, model, usage, signature)
+    start = {**message, "content": [], "stop_reason": None, "stop_details": None,
+             "usage": {**usage, "output_tokens": 1}}
     events: list[tuple[str, dict[str, Any]]] = [
         ("message_start", {"type": "message_start", "message": start}),
         ("ping", {"type": "ping"}),
@@ -107,16 +103,10 @@ def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, int]) -> list
     arguments = iter(tool.arguments_text() for tool in turn.tool_calls)
     for index, block in enumerate(message["content"]):
         events.extend(_block_events(index, block, next(arguments) if block["type"] == "tool_use" else ""))
-    events.append(
-        (
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                "usage": {"output_tokens": message["usage"]["output_tokens"]},
-            },
-        )
-    )
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None,
+                                               "stop_details": message["stop_details"]},
+                                     "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -174,6 +164,7 @@ class AnthropicCache:
         digest = hashlib.sha256()
         chars = 0
         breakpoints: list[tuple[str, int]] = []  # (prefix digest, prefix characters) at each breakpoint
+        hour_chars = 0  # characters up to the last one-hour breakpoint
         for segment in segments:
             marked = isinstance(segment, dict) and "cache_control" in segment
             # Where the breakpoints sit is not part of the cached content: a prefix written at one
@@ -185,156 +176,21 @@ class AnthropicCache:
             digest.update(text.encode())
             if marked:
                 breakpoints.append((digest.hexdigest(), chars))
+                if segment["cache_control"].get("ttl") == "1h":
+                    hour_chars = chars
         total = max(1, chars // CHARS_PER_TOKEN)
         read = max((size for key, size in breakpoints if key in self.written), default=0) // CHARS_PER_TOKEN
         end = breakpoints[-1][1] // CHARS_PER_TOKEN if breakpoints else 0
         write = max(end - read, 0) if breakpoints and breakpoints[-1][0] not in self.written else 0
         self.written.update(key for key, _ in breakpoints)
-        return {
-            "input_tokens": max(total - read - write, 0),
-            "cache_creation_input_tokens": write,
-            "cache_read_input_tokens": read,
-        }
+        hour_write = min(max(hour_chars // CHARS_PER_TOKEN - read, 0), write)
+        return {"input_tokens": max(total - read - write, 0), "cache_creation_input_tokens": write,
+                "cache_read_input_tokens": read,
+                "cache_creation": {"ephemeral_1h_input_tokens": hour_write,
+                                   "ephemeral_5m_input_tokens": write - hour_write}}
 
 
 def _system_blocks(system: Any) -> list[dict[str, Any]]:
     if isinstance(system, list):
         return system
     return [{"type": "text", "text": system}] if system else []
-
-
-# -- OpenAI Chat Completions ----------------------------------------------------------------------------
-
-
-def openai_error(error_type: str, message: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
-
-
-def _openai_calls(turn: ModelTurn) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": call_id("openai", tool),
-            "type": "function",
-            "function": {"name": tool.name, "arguments": tool.arguments_text()},
-        }
-        for tool in turn.tool_calls
-    ]
-
-
-def _openai_usage(prompt: int, cached: int, turn: ModelTurn) -> dict[str, Any]:
-    completion = output_tokens(turn)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": cached},
-    }
-
-
-def openai_completion(turn: ModelTurn, model: str, prompt: int, cached: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
-    if turn.thinking is not None:
-        message["reasoning_content"] = turn.thinking
-    calls = _openai_calls(turn)
-    if calls:
-        message["tool_calls"] = calls
-    finish = turn.stop_reason or ("tool_calls" if calls else "stop")
-    choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-        "usage": _openai_usage(prompt, cached, turn),
-    }
-
-
-def openai_chunks(turn: ModelTurn, model: str, prompt: int, cached: int, include_usage: bool) -> list[dict[str, Any]]:
-    base = {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-    }
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
-
-    chunks = [chunk({"role": "assistant", "content": ""})]
-    if turn.thinking is not None:
-        chunks.extend(chunk({"reasoning_content": piece}) for piece in _pieces(turn.thinking))
-    if turn.text:
-        chunks.extend(chunk({"content": piece}) for piece in _pieces(turn.text))
-    for index, call in enumerate(_openai_calls(turn)):
-        opening = {
-            "index": index,
-            "id": call["id"],
-            "type": "function",
-            "function": {"name": call["function"]["name"], "arguments": ""},
-        }
-        chunks.append(chunk({"tool_calls": [opening]}))
-        chunks.extend(
-            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in _pieces(call["function"]["arguments"])
-        )
-    chunks.append(chunk({}, turn.stop_reason or ("tool_calls" if turn.tool_calls else "stop")))
-    if include_usage:
-        chunks.append({**base, "choices": [], "usage": _openai_usage(prompt, cached, turn)})
-    return chunks
-
-
-def openai_problems(body: dict[str, Any]) -> list[str]:
-    """What Chat Completions would reject: missing fields, tool messages not answering the calls before."""
-    problems = [f"'{name}' is a required property" for name in ("model", "messages") if name not in body]
-    if "tools" in body and not body["tools"]:
-        problems.append("[] is too short - 'tools'")
-    pending: set[str] = set()
-    for position, message in enumerate(body.get("messages") or []):
-        role = message.get("role")
-        if role == "tool":
-            if message.get("tool_call_id") not in pending:
-                problems.append(
-                    f"messages.[{position}]: messages with role 'tool' must be a response to a "
-                    "preceding message with 'tool_calls'"
-                )
-            pending.discard(message.get("tool_call_id"))
-            continue
-        if pending:
-            problems.append(
-                f"messages.[{position}]: an assistant message with 'tool_calls' must be followed "
-                f"by tool messages responding to each 'tool_call_id'; missing {sorted(pending)}"
-            )
-            pending = set()
-        if role == "assistant":
-            pending = {call["id"] for call in message.get("tool_calls") or []}
-    if pending:
-        problems.append(f"the last assistant message has unanswered tool_call ids {sorted(pending)}")
-    return problems
-
-
-class OpenAICache:
-    """Automatic prefix caching: the longest prefix shared with an earlier request, in 128-token steps
-    once it reaches 1024 tokens."""
-
-    def __init__(self) -> None:
-        self.previous: list[str] = []
-
-    def cached_tokens(self, body: dict[str, Any]) -> int:
-        text = json.dumps([body.get("tools"), body.get("messages")], sort_keys=True)
-        best = max((_shared_prefix(text, earlier) for earlier in self.previous[-8:]), default=0)
-        self.previous.append(text)
-        shared_tokens = best // CHARS_PER_TOKEN
-        return 0 if shared_tokens < 1024 else shared_tokens // 128 * 128
-
-
-def _shared_prefix(first: str, second: str) -> int:
-    """Length of the common prefix (binary search over slice comparisons, which run at C speed)."""
-    low, high = 0, min(len(first), len(second))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if first[:middle] == second[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low

@@ -88,12 +88,11 @@ def is_official_openai(base_url: str | None) -> bool:
 
 
 def choose_wire(provider: str, model: str, base_url: str | None, forced: str) -> Wire:
-    """``anthropic`` for Anthropic; for OpenAI the forced wire (``chat``/``responses``), else Responses on
-    OpenAI's own endpoint for the models that need it, else Chat Completions (any compatible server)."""
+    """``anthropic`` for Anthropic; for OpenAI the forced wire (``chat``/``responses``), else Responses for
+    the OpenAI models that take tools only there (on OpenAI's endpoint or a gateway that serves them),
+    else Chat Completions, which every OpenAI-compatible server (SGLang, vLLM, llama.cpp) speaks."""
     if provider == "anthropic":
         return "anthropic"
     if forced in ("chat", "responses"):
         return forced
-    if is_official_openai(base_url) and openai_profile(model).responses_for_tools:
-        return "responses"
-    return "chat"
+    return "responses" if openai_profile(model).responses_for_tools else "chat"

@@ -13,6 +13,7 @@ what failed; the policy never raises for an API failure.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -114,8 +115,8 @@ class LlmPolicy:
         while True:
             request = self.build_request(view)
             try:
-                reply = call_with_retries(lambda sent=request: self.provider.complete(sent), self.settings.retry,
-                                          sleep=self._sleep, on_retry=self._on_retry)
+                reply = call_with_retries(functools.partial(self.provider.complete, request),
+                                          self.settings.retry, sleep=self._sleep, on_retry=self._on_retry)
             except ModelUnavailable as failure:
                 if context_exceeded(failure) and self._shrink(transcript, view):
                     continue
