@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
+import anthropic
+import openai
 import pytest
 
 from agent.config import load_config
 from agent.events import UsageError
 from agent.policies.llm.build import NO_KEY, api_key_for, build_llm_policy
-from agent.policies.llm.pricing import FREE, ModelPrice, TokenCounts, cost_usd, price_for
+from agent.policies.llm.pricing import FREE, UNKNOWN, ModelPrice, TokenCounts, cost_usd, price_for
 from agent.policies.llm.settings import LlmSettings
 from prompts import PromptNotFound, available_prompts, load_prompt
 
@@ -52,10 +55,45 @@ def test_default_models_are_current_and_priced() -> None:
 
 def test_prices_match_dated_names_and_overrides_win() -> None:
     assert price_for("claude-sonnet-5-5-20260930") == price_for("claude-sonnet-5-5")
-    assert price_for("claude-opus-4-1-20250805").input == 15.0  # the longest matching family wins
-    assert price_for("Qwen/Qwen3-235B-A22B") == FREE
+    assert price_for("claude-opus-4-1-20250805").input == 15.0
+    assert price_for("gpt-5.5-2026-04-23") == price_for("gpt-5.5")
+    # A longer name is another model, never priced as the shorter one.
+    assert price_for("gpt-5.4-nano") == UNKNOWN and price_for("gpt-5-pro") == UNKNOWN
+    assert price_for("claude-opus-4-10") == UNKNOWN
+    assert price_for("Qwen/Qwen3-235B-A22B", local=True) == FREE
     override = ModelPrice(input=1.0, output=2.0)
     assert price_for("claude-sonnet-5-5", {"claude-sonnet-5-5": override}) == override
+
+
+def _listed(alias: object) -> set[str]:
+    names: set[str] = set()
+    for argument in typing.get_args(alias):
+        names |= {value for value in typing.get_args(argument) if isinstance(value, str)} or _listed(argument)
+    return names
+
+
+def test_every_model_the_sdks_list_has_a_price_or_an_explicit_unknown() -> None:
+    listed = _listed(anthropic.types.Model) | _listed(openai.types.shared.ChatModel) | _listed(
+        openai.types.shared.ResponsesModel)
+    assert "claude-sonnet-5-5" in listed and "gpt-6-sol" in listed and len(listed) > 100
+    for name in listed:
+        price = price_for(name)
+        assert price.unknown or price.input > 0, name
+
+
+def test_an_unknown_price_refuses_an_explicit_cost_limit(tmp_path: Path) -> None:
+    (tmp_path / "agent.toml").write_text('[llm]\nprovider = "anthropic"\nmodel = "claude-mythos-5-2"\n'
+                                         '[limits]\nmax_cost_usd = 5\n')
+    config = load_config(tmp_path, environ={})
+    with pytest.raises(UsageError, match=r"price of model claude-mythos-5-2 is unknown"):
+        build_llm_policy(config.llm, environ={"ANTHROPIC_API_KEY": "k-123456"},
+                         cost_limited="max_cost_usd" in config.limits.model_fields_set)
+    (tmp_path / "agent.toml").write_text('[llm]\nprovider = "anthropic"\nmodel = "claude-mythos-5-2"\n')
+    config = load_config(tmp_path, environ={})
+    assert "max_cost_usd" not in config.limits.model_fields_set
+    policy = build_llm_policy(config.llm, environ={"ANTHROPIC_API_KEY": "k-123456"})
+    assert policy.price.unknown  # counted as 0, marked unknown, only refused when a cost limit is set
+    policy.close()
 
 
 def test_cost_bills_cached_reads_and_cache_writes_at_their_own_rates() -> None:

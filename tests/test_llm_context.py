@@ -88,7 +88,23 @@ def test_the_state_document_in_the_prompt_is_bounded() -> None:
     text = render_state_document(state, Path("state"), 8_000)
     assert len(text) <= 8_000 + 200
     assert "finding 499" in text and "finding 10 " not in text
-    assert "older findings are kept in the full state document" in text
+    assert "older findings are in the state document on disk" in text
+    # The model sees the live run, not a hand-over note saying the run stopped unexpectedly.
+    assert "is running it now" in text and "stopped unexpectedly" not in text
+
+
+def test_pinned_findings_and_digests_stay_visible_however_long_the_run() -> None:
+    state = ProjectState(goal="g")
+    state.add_finding("GPU 3 is faulty; use 0-2,4-7", ["nvidia-smi: GPU 3 Xid 79"])
+    state.findings[-1].pinned = True  # type: ignore[attr-defined]  # extra fields are kept
+    for index in range(3_000):
+        state.add_finding(f"finding {index}", [f"evidence {index}"])
+    state.loop.policy_state["llm_digests"] = [{"summary": f"digest {index}", "evidence": ["line"]}
+                                              for index in range(30)]
+    text = render_state_document(state, Path("state"), 12_000)
+    assert "GPU 3 is faulty" in text and "finding 2999" in text and "finding 2000" not in text
+    assert "digest 29" in text and "## Digests of folded conversation turns" in text
+    assert "digest" not in text.split("## Recent findings")[1].split("## ")[0]
 
 
 def assert_bounded_and_valid(requests: list[RecordedRequest], steps: int) -> None:
@@ -133,8 +149,11 @@ def test_a_long_run_through_the_loop_folds_into_findings_with_a_bounded_prompt(t
     assert event == "done" and state.step == steps + 1 and server.rejections == []
     assert_bounded_and_valid(server.requests, steps)
     saved = store.load()
-    folded = [finding for finding in saved.findings if "folded out of the model's context" in finding.summary]
-    assert folded and all(finding.evidence for finding in folded)
+    # Digests live in their own list, not among the findings (which stay the model's and the tools' own).
+    folded = saved.loop.policy_state["llm_digests"]
+    assert folded and all("folded out of the model's context" in item["summary"] and item["evidence"]
+                          for item in folded)
+    assert not [finding for finding in saved.findings if "folded out" in finding.summary]
     assert [finding.summary for finding in saved.findings if finding.summary.startswith("checkpoint")] == [
         f"checkpoint {step}" for step in range(0, steps, 10)
     ]
