@@ -171,7 +171,8 @@ def test_output_limits_and_sampling_follow_the_model_family_not_the_url() -> Non
     # A reasoning model takes max_completion_tokens and no temperature, whatever URL serves it.
     assert chat_reasoning_set["max_completion_tokens"] == 2_000 and "max_tokens" not in chat_reasoning_set
     assert "temperature" not in chat_reasoning and chat_reasoning["reasoning_effort"] == "low"
-    assert responses_set["max_output_tokens"] == 2_000 and responses["reasoning"] == {"summary": "auto", "effort": "low"}
+    assert responses_set["max_output_tokens"] == 2_000
+    assert responses["reasoning"] == {"summary": "auto", "effort": "low"}
     assert responses["store"] is False and responses["include"] == ["reasoning.encrypted_content"]
     older, older_set, local, local_set = bodies[6:]
     assert older_set["max_tokens"] == 2_000 and older["temperature"] == 0.2

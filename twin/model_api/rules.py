@@ -148,20 +148,22 @@ def chat_model_problems(body: dict[str, Any], reasoning_field: str | None) -> li
 
 def responses_problems(body: dict[str, Any], ledger: ThinkingLedger) -> list[str]:
     problems = [f"Missing required parameter: '{name}'." for name in ("model", "input") if name not in body]
-    items = body.get("input") if isinstance(body.get("input"), list) else []
+    raw = body.get("input")
+    items: list[dict[str, Any]] = raw if isinstance(raw, list) else []
     pending: set[str] = set()
     model = str(body.get("model", ""))
     if REASONING_MODEL.match(model) and "temperature" in body and (body.get("reasoning") or {}).get("effort") != "none":
         problems.append("Unsupported parameter: 'temperature' is not supported with this model.")
     for position, item in enumerate(items):
         kind = item.get("type", "message")
+        call = str(item.get("call_id"))
         if kind == "function_call":
-            pending.add(item.get("call_id"))
+            pending.add(call)
         elif kind == "function_call_output":
-            if item.get("call_id") not in pending:
+            if call not in pending:
                 problems.append(f"input[{position}]: No tool call found for function call output with call_id "
-                                f"{item.get('call_id')}.")
-            pending.discard(item.get("call_id"))
+                                f"{call}.")
+            pending.discard(call)
         elif kind == "reasoning":
             problems += _reasoning_item_problems(position, item, items, ledger, body)
         elif pending:

@@ -49,7 +49,7 @@ def anthropic_error(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
 
-def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, int], signature: str = "") -> dict[str, Any]:
+def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, Any], signature: str = "") -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if turn.thinking is not None:
         content.append({"type": "thinking", "thinking": turn.thinking, "signature": signature})
@@ -91,7 +91,7 @@ def _block_events(index: int, block: dict[str, Any], arguments_text: str) -> lis
     ]
 
 
-def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, int],
+def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, Any],
                      signature: str = "") -> list[tuple[str, dict[str, Any]]]:
     message = anthropic_message(turn, model, usage, signature)
     start = {**message, "content": [], "stop_reason": None, "stop_details": None,
@@ -156,7 +156,7 @@ class AnthropicCache:
     def __init__(self) -> None:
         self.written: set[str] = set()
 
-    def usage(self, body: dict[str, Any]) -> dict[str, int]:
+    def usage(self, body: dict[str, Any]) -> dict[str, Any]:
         segments = [*(body.get("tools") or []), *_system_blocks(body.get("system"))]
         for message in body.get("messages") or []:
             content = message.get("content")
