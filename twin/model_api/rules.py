@@ -4,7 +4,8 @@ provider would refuse the request.
 - Anthropic: tool_use ids match ``^[a-zA-Z0-9_-]+$``; a returned thinking block must carry a signature the
   server issued for exactly that text, come first in its message, and (on models with preserved thinking)
   follow exactly the prefix it was produced under (system, tools and earlier messages, cache markers
-  aside); within the current tool loop either every thinking block comes back or none does.
+  aside); within the current tool loop no thinking block may be left out once a later one comes back
+  (dropping the thinking of the oldest turns, as after a compaction, is allowed; a gap is not).
 - Chat Completions: OpenAI's GPT-5.4-and-later models refuse function tools unless the reasoning effort is
   ``none``; reasoning models refuse ``max_tokens`` and a non-default ``temperature``; a server in thinking
   mode (DeepSeek, Kimi, SGLang/vLLM with a reasoning parser) refuses an assistant tool-call message
@@ -70,7 +71,7 @@ class ThinkingLedger:
         messages = body.get("messages") or []
         preserved = bool(PRESERVED_THINKING.match(str(body.get("model", ""))))
         loop_start = _tool_loop_start(messages)
-        issued_in_loop, returned_in_loop = 0, 0
+        returned_in_loop: list[bool] = []
         for position, message in enumerate(messages):
             blocks = message.get("content") if isinstance(message.get("content"), list) else []
             if message.get("role") != "assistant":
@@ -94,11 +95,12 @@ class ThinkingLedger:
                                     "different conversation. Remove the block, or set `thinking.block_binding."
                                     "prefix_mismatch_behavior` to \"drop_block\".")
             if position >= loop_start and had:
-                issued_in_loop += 1
-                returned_in_loop += any(block.get("type") in ("thinking", "redacted_thinking") for block in blocks)
-        if 0 < returned_in_loop < issued_in_loop:
-            problems.append("messages: a thinking block of the current tool loop was left out while others were "
-                            "sent back; send every thinking block of the loop unchanged, or none")
+                returned_in_loop.append(any(block.get("type") in ("thinking", "redacted_thinking")
+                                            for block in blocks))
+        first = returned_in_loop.index(True) if True in returned_in_loop else len(returned_in_loop)
+        if not all(returned_in_loop[first:]):
+            problems.append("messages: a thinking block of the current tool loop was left out after an earlier "
+                            "one was sent back; send the thinking of the loop back unchanged")
         return problems
 
 

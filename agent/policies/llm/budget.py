@@ -6,7 +6,7 @@ from the model family. Room for the reply, the system prompt and tools, and the 
 off, and the configured ``window_budget_tokens`` is an upper bound. Token counts are estimates from
 characters; the ratio is corrected from the input tokens the API reports for each request. When the
 API says the prompt was too long anyway, :meth:`ContextBudget.halve` shrinks the budget for the rest of
-the run.
+the run: to half the size of the window that did not fit.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class ContextBudget:
         self.facts: ServerFacts | None = None
         self.chars_per_token = settings.context.chars_per_token
         self.halvings = 0
+        self.cap: int | None = None
 
     def context_window(self) -> int:
         """The model's context window in tokens (0: unknown)."""
@@ -58,7 +59,9 @@ class ContextBudget:
             fixed_chars = len(system_prompt) + len(json.dumps(tool_schemas)) + 4_000
             fixed = int(fixed_chars / self.chars_per_token) + self.base.state_document_max_tokens
             budget = min(budget, int((window - self._reply_room(window) - fixed) * SAFETY))
-        budget = max(MIN_BUDGET, budget // (2 ** self.halvings))
+        if self.cap is not None:
+            budget = min(budget, self.cap)
+        budget = max(MIN_BUDGET, budget)
         return self.base.model_copy(update={"window_budget_tokens": budget,
                                             "chars_per_token": self.chars_per_token})
 
@@ -70,8 +73,10 @@ class ContextBudget:
         measured = min(max(chars / input_tokens, 1.0), 8.0)
         self.chars_per_token = round(0.7 * self.chars_per_token + 0.3 * measured, 3)
 
-    def halve(self) -> None:
+    def halve(self, window_tokens: int) -> None:
+        """Cap the budget at half the window that did not fit (for the rest of the run)."""
         self.halvings = min(self.halvings + 1, MAX_HALVINGS)
+        self.cap = max(MIN_BUDGET, window_tokens // 2)
 
     def shrinkable(self) -> bool:
         return self.halvings < MAX_HALVINGS

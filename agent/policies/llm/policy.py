@@ -130,7 +130,8 @@ class LlmPolicy:
         """Halve the budget and compact again; False once the budget cannot shrink any further."""
         if not self.budget.shrinkable():
             return False
-        self.budget.halve()
+        current = self.budget.settings(view.tool_schemas, self.system_prompt)
+        self.budget.halve(context.window_tokens(self.window, current))
         self._tracker.rollback()
         self._compact(transcript, view, self.budget.settings(view.tool_schemas, self.system_prompt))
         return True
