@@ -114,3 +114,18 @@ def test_prompts_are_package_files() -> None:
         load_prompt("nope")
     with pytest.raises(PromptNotFound):
         load_prompt("../pyproject")
+
+
+def test_the_prompt_and_the_tools_state_the_same_finish_criteria_and_how_long_calls_block() -> None:
+    from agent.policies.llm.builtin_tools import FINISH_CRITERIA, policy_tool_schemas
+    from tools.catalog import default_registry
+
+    prompt = load_prompt("system")
+    assert FINISH_CRITERIA in prompt and FINISH_CRITERIA in policy_tool_schemas()[1]["description"]
+    assert "three failed attempts" in prompt and "Budget section" in prompt
+    for schema in [*default_registry().schemas(), *policy_tool_schemas()]:
+        assert "Blocks: " in schema["description"], schema["name"]
+        for name, field in schema["input_schema"].get("properties", {}).items():
+            if field.get("type") in ("integer", "number") and name != "seed":
+                bounded = any(key in field for key in ("minimum", "exclusiveMinimum", "maximum"))
+                assert bounded or field.get("description"), f"{schema['name']}.{name}"

@@ -173,6 +173,8 @@ class Tool(ABC, Generic[ArgsT, OutputT]):
     args_model: type[ArgsT]
     output_model: type[OutputT]
     timeout_seconds: ClassVar[float] = 120.0
+    # How long one call can block, in words, for the model (default: "at most <timeout_seconds> s").
+    blocks: ClassVar[str] = ""
 
     @abstractmethod
     def run(self, args: ArgsT, context: ToolContext) -> OutputT:
@@ -183,7 +185,10 @@ class Tool(ABC, Generic[ArgsT, OutputT]):
         return self.timeout_seconds
 
     def schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": self.args_model.model_json_schema()}
+        """Name, description (ending with how long a call can block) and the arguments' JSON schema."""
+        blocks = self.blocks or f"at most {self.timeout_seconds:g} seconds."
+        return {"name": self.name, "description": f"{self.description} Blocks: {blocks}",
+                "input_schema": self.args_model.model_json_schema()}
 
 
 AnyTool = Tool[Any, Any]

@@ -152,6 +152,10 @@ def _output(record: ProcessRecord, progress: DrafterProgress) -> DrafterOutput:
 
 class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
     name = "train_drafter"
+    blocks = (
+        "a few seconds to start the pipeline; with wait=true until it ends, at most wait_timeout_seconds "
+        "(default 3600)."
+    )
     description = (
         "Train an EAGLE-3 drafter with SpecForge as a background pipeline: regenerate the training "
         "data with the running target server, `specforge train` from a generated run config, then "
