@@ -129,3 +129,9 @@ def test_the_prompt_and_the_tools_state_the_same_finish_criteria_and_how_long_ca
             if field.get("type") in ("integer", "number") and name != "seed":
                 bounded = any(key in field for key in ("minimum", "exclusiveMinimum", "maximum"))
                 assert bounded or field.get("description"), f"{schema['name']}.{name}"
+
+
+def test_one_hour_cache_writes_are_billed_at_their_own_rate() -> None:
+    price = ModelPrice(input=2.0, output=10.0, cache_write=2.5, cache_read=0.2)
+    tokens = TokenCounts(input_tokens=1_000_000, cache_write_tokens=1_000_000, cache_write_1h_tokens=600_000)
+    assert cost_usd(tokens, price) == pytest.approx(0.4 * 2.5 + 0.6 * 4.0)

@@ -231,3 +231,42 @@ def test_the_server_refuses_thinking_left_out_after_an_earlier_block_came_back()
         with pytest.raises(anthropic.BadRequestError, match="left out"):
             client.messages.create(model="claude-sonnet-5-5", max_tokens=64, messages=messages)  # type: ignore[arg-type]
         client.close()
+
+
+def _without_markers(value: object) -> object:
+    if isinstance(value, dict):
+        return {key: _without_markers(item) for key, item in value.items() if key != "cache_control"}
+    if isinstance(value, list):
+        return [_without_markers(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "chat"])
+def test_the_conversation_is_append_only_and_carries_the_state_once_then_its_changes(
+        provider: ProviderName, tmp_path: Path) -> None:
+    turns = [ModelTurn(thinking=f"T{index}", tool_calls=[ToolUse("update_state", {"findings": [
+        {"summary": f"finding {index}", "evidence": [f"e{index}"]}]})]) for index in range(4)]
+    with ModelServer(turns, reasoning_field="reasoning_content") as server:
+        policy = make_policy(server, provider, False)
+        drive(policy, ProjectState(goal="serve it"), tmp_path, 4)
+        policy.close()
+    assert server.rejections == []
+    requests = server.requests
+    for earlier, later in zip(requests, requests[1:], strict=False):
+        before, after = _without_markers(earlier.messages), _without_markers(later.messages)
+        assert isinstance(before, list) and isinstance(after, list) and after[:len(before)] == before
+    texts = requests[-1].user_texts()
+    assert sum("<state_document>" in text for text in texts) == 1
+    assert sum("<state_update>" in text for text in texts) == 3
+    assert "finding 2" in texts[-1] and "finding 1" not in texts[-1]  # only what changed
+    assert "Left before the run stops to ask" in texts[-1]
+
+
+def test_the_token_estimate_is_corrected_from_the_input_tokens_the_api_reports(tmp_path: Path) -> None:
+    with ModelServer(thinking_turns(3)) as server:
+        policy = make_policy(server, "chat", False)
+        before = policy.budget.chars_per_token
+        drive(policy, ProjectState(goal="g"), tmp_path, 3)
+        policy.close()
+    # The scripted server counts 4 characters a token; the estimate moves from 3.5 towards it.
+    assert before == 3.5 and 3.5 < policy.budget.chars_per_token <= 4.5
