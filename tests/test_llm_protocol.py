@@ -4,6 +4,7 @@ ids every API takes, broken arguments wrapped, the right API for the model)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import anthropic
@@ -252,7 +253,7 @@ def test_the_conversation_is_append_only_and_carries_the_state_once_then_its_cha
         policy.close()
     assert server.rejections == []
     requests = server.requests
-    for earlier, later in zip(requests, requests[1:], strict=False):
+    for earlier, later in itertools.pairwise(requests):
         before, after = _without_markers(earlier.messages), _without_markers(later.messages)
         assert isinstance(before, list) and isinstance(after, list) and after[:len(before)] == before
     texts = requests[-1].user_texts()
