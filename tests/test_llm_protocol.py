@@ -13,7 +13,7 @@ import pytest
 from support.llm_harness import ProviderName, execute, make_policy, view
 
 from agent.actions import Decision, Observation, ToolCall
-from agent.policies.llm import LlmPolicy
+from agent.policies.llm.policy import LlmPolicy
 from agent.state import ProjectState
 from twin.model_api.script import ModelTurn, ToolUse
 from twin.model_api.server import ModelServer
