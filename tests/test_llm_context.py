@@ -88,15 +88,14 @@ def test_the_state_document_in_the_prompt_is_bounded() -> None:
     text = render_state_document(state, Path("state"), 8_000)
     assert len(text) <= 8_000 + 200
     assert "finding 499" in text and "finding 10 " not in text
-    assert "older findings are in the state document on disk" in text
+    assert "older findings are in the state document and its journal on disk" in text
     # The model sees the live run, not a hand-over note saying the run stopped unexpectedly.
     assert "is running it now" in text and "stopped unexpectedly" not in text
 
 
 def test_pinned_findings_and_digests_stay_visible_however_long_the_run() -> None:
     state = ProjectState(goal="g")
-    state.add_finding("GPU 3 is faulty; use 0-2,4-7", ["nvidia-smi: GPU 3 Xid 79"])
-    state.findings[-1].pinned = True  # type: ignore[attr-defined]  # extra fields are kept
+    state.add_finding("GPU 3 is faulty; use 0-2,4-7", ["nvidia-smi: GPU 3 Xid 79"], pinned=True)
     for index in range(3_000):
         state.add_finding(f"finding {index}", [f"evidence {index}"])
     state.loop.policy_state["llm_digests"] = [{"summary": f"digest {index}", "evidence": ["line"]}

@@ -27,10 +27,6 @@ FINDINGS_HEADING = "What was tried and what happened"
 Sections = dict[str, str]
 
 
-def is_pinned(finding: Finding) -> bool:
-    return bool(getattr(finding, "pinned", False))
-
-
 def _finding_lines(findings: list[Finding], evidence_lines: int) -> list[str]:
     lines: list[str] = []
     for finding in findings:
@@ -41,12 +37,12 @@ def _finding_lines(findings: list[Finding], evidence_lines: int) -> list[str]:
 
 def findings_sections(state: ProjectState, factor: float = 1.0) -> Sections:
     """Pinned findings, the newest other findings, and the digests of folded turns."""
-    pinned = [finding for finding in state.findings if is_pinned(finding)][-MAX_PINNED:]
-    others = [finding for finding in state.findings if not is_pinned(finding)]
+    pinned = [finding for finding in state.findings if finding.pinned][-MAX_PINNED:]
+    others = [finding for finding in state.findings if not finding.pinned]
     keep = max(3, int(RECENT_FINDINGS * factor))
     recent = others[-keep:]
-    older = len(others) - len(recent)
-    tail = ([f"({older} older findings are in the state document on disk.)"] if older else [])
+    older = len(others) - len(recent) + state.history.moved.get("findings", 0)
+    tail = ([f"({older} older findings are in the state document and its journal on disk.)"] if older else [])
     sections = {
         "Pinned findings": "\n".join(_finding_lines(pinned, 3)) or "None pinned yet.",
         "Recent findings": "\n".join(tail + _finding_lines(recent, 3)) or "Nothing yet.",
