@@ -72,8 +72,11 @@ class AnthropicProvider:
 
     def facts(self) -> ServerFacts:
         """The model's context window and output limit from the Models API; empty when it cannot tell."""
+        models = getattr(self.client, "models", None)  # absent before anthropic 0.45
+        if models is None:
+            return ServerFacts()
         try:
-            info = self.client.models.retrieve(self.model)
+            info = models.retrieve(self.model)
         except API_FAILURES:
             return ServerFacts()
         thinking = getattr(getattr(getattr(info, "capabilities", None), "thinking", None), "types", None)

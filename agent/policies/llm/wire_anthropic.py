@@ -90,15 +90,20 @@ def tokens_from(usage: Any) -> TokenCounts:
     read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
     written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
     creation = getattr(usage, "cache_creation", None)
-    hour = int(getattr(creation, "ephemeral_1h_input_tokens", 0) or 0) if creation is not None else 0
+    hour = int(field_of(creation, "ephemeral_1h_input_tokens") or 0) if creation is not None else 0
     return TokenCounts(input_tokens=uncached + read + written, output_tokens=int(usage.output_tokens or 0),
                        cache_read_tokens=read, cache_write_tokens=written, cache_write_1h_tokens=min(hour, written))
+
+
+def field_of(value: Any, name: str) -> Any:
+    """An attribute, or a key of the plain dict an SDK release that predates the field leaves."""
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
 
 
 def _refusal(stop_details: Any) -> tuple[str, str]:
     if stop_details is None:
         return "", ""
-    return str(getattr(stop_details, "category", "") or ""), str(getattr(stop_details, "explanation", "") or "")
+    return str(field_of(stop_details, "category") or ""), str(field_of(stop_details, "explanation") or "")
 
 
 def reply_from_message(message: Any) -> ModelReply:
@@ -116,7 +121,7 @@ def reply_from_message(message: Any) -> ModelReply:
             reasoning.append(ReasoningRecord(kind="thinking", text=block.thinking, signature=block.signature))
         elif kind == "redacted_thinking":
             reasoning.append(ReasoningRecord(kind="redacted_thinking", signature=block.data))
-    category, explanation = _refusal(getattr(message, "stop_details", None))
+    category, explanation = _refusal(field_of(message, "stop_details"))
     return ModelReply(text="\n".join(text_parts), calls=calls, reasoning=reasoning,
                       stop_reason=message.stop_reason or "", refusal_category=category,
                       refusal_explanation=explanation, tokens=tokens_from(message.usage), model=message.model)
@@ -143,7 +148,7 @@ class StreamAccumulator:
             self._delta(event)
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
-            details = getattr(event.delta, "stop_details", None) or getattr(event, "stop_details", None)
+            details = field_of(event.delta, "stop_details")
             self.refusal = _refusal(details) if details is not None else self.refusal
             self._final_usage(event.usage)
         elif kind == "message_stop":
