@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runbook_helpers import stop_leftovers
 from spine_helpers import agent_environment, run_agent
 
 from twin.model_api.script import ModelTurn, RecordedRequest, Step, ToolUse
@@ -84,10 +85,13 @@ def test_a_twenty_step_twin_bringup_over_each_wire(wire: str, tmp_path: Path) ->
     setup = WIRES[wire]
     with ModelServer(bringup_script(state_dir, free_port()), model=setup["args"][3], **setup["server"]) as server:
         base_url = server.anthropic_base_url if wire == "anthropic" else server.openai_base_url
-        result = run_agent("run", "--goal", "serve Llama-3.3-70B and benchmark it", "--sim", "h100-healthy",
-                           *setup["args"], "--llm-base-url", base_url, "--state-dir", state_dir, "--max-steps", "40",
-                           environment=agent_environment(ANTHROPIC_API_KEY="test-key", OPENAI_API_KEY="test-key"),
-                           timeout=240)
+        try:
+            result = run_agent("run", "--goal", "serve Llama-3.3-70B and benchmark it", "--sim", "h100-healthy",
+                               *setup["args"], "--llm-base-url", base_url, "--state-dir", state_dir,
+                               "--max-steps", "40", timeout=240,
+                               environment=agent_environment(ANTHROPIC_API_KEY="test-key", OPENAI_API_KEY="test-key"))
+        finally:
+            stop_leftovers(state_dir)  # the served engine outlives the agent by design
         requests = list(server.requests)
     assert result.returncode == 0, result.stderr[-3000:]
     assert server.rejections == [] and len(requests) == 20
