@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runbook_helpers import stop_leftovers
-from spine_helpers import agent_environment, run_agent
+from support.cli import agent_environment, run_agent
+from support.runbook import stop_leftovers
 
 from twin.model_api.script import ModelTurn, RecordedRequest, Step, ToolUse
 from twin.model_api.server import ModelServer
