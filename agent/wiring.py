@@ -78,8 +78,9 @@ def build_policy(name: str, config: AgentConfig, progress: Progress, *, simulate
         def on_retry(attempt: int, wait_seconds: float, reason: str) -> None:
             progress(f"model call failed ({reason}); retry {attempt} in {wait_seconds:.1f} s")
 
-        return build_llm_policy(config.llm, on_retry=on_retry,
-                                cost_limited="max_cost_usd" in config.limits.model_fields_set)
+        return build_llm_policy(
+            config.llm, on_retry=on_retry, cost_limited="max_cost_usd" in config.limits.model_fields_set
+        )
     raise UsageError(f"unknown policy {name!r}; choose runbook, scripted or llm")
 
 

@@ -73,8 +73,11 @@ def _listed(alias: object) -> set[str]:
 
 
 def test_every_model_the_sdks_list_has_a_price_or_an_explicit_unknown() -> None:
-    listed = _listed(anthropic.types.Model) | _listed(openai.types.shared.ChatModel) | _listed(
-        openai.types.shared.ResponsesModel)
+    listed = (
+        _listed(anthropic.types.Model)
+        | _listed(openai.types.shared.ChatModel)
+        | _listed(openai.types.shared.ResponsesModel)
+    )
     assert len(listed) > 50  # both SDKs list their models as Literal names
     for name in listed:
         price = price_for(name)
@@ -82,12 +85,16 @@ def test_every_model_the_sdks_list_has_a_price_or_an_explicit_unknown() -> None:
 
 
 def test_an_unknown_price_refuses_an_explicit_cost_limit(tmp_path: Path) -> None:
-    (tmp_path / "agent.toml").write_text('[llm]\nprovider = "anthropic"\nmodel = "claude-mythos-5-2"\n'
-                                         '[limits]\nmax_cost_usd = 5\n')
+    (tmp_path / "agent.toml").write_text(
+        '[llm]\nprovider = "anthropic"\nmodel = "claude-mythos-5-2"\n[limits]\nmax_cost_usd = 5\n'
+    )
     config = load_config(tmp_path, environ={})
     with pytest.raises(UsageError, match=r"price of model claude-mythos-5-2 is unknown"):
-        build_llm_policy(config.llm, environ={"ANTHROPIC_API_KEY": "k-123456"},
-                         cost_limited="max_cost_usd" in config.limits.model_fields_set)
+        build_llm_policy(
+            config.llm,
+            environ={"ANTHROPIC_API_KEY": "k-123456"},
+            cost_limited="max_cost_usd" in config.limits.model_fields_set,
+        )
     (tmp_path / "agent.toml").write_text('[llm]\nprovider = "anthropic"\nmodel = "claude-mythos-5-2"\n')
     config = load_config(tmp_path, environ={})
     assert "max_cost_usd" not in config.limits.model_fields_set

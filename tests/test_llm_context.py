@@ -98,8 +98,9 @@ def test_pinned_findings_and_digests_stay_visible_however_long_the_run() -> None
     state.add_finding("GPU 3 is faulty; use 0-2,4-7", ["nvidia-smi: GPU 3 Xid 79"], pinned=True)
     for index in range(3_000):
         state.add_finding(f"finding {index}", [f"evidence {index}"])
-    state.loop.policy_state["llm_digests"] = [{"summary": f"digest {index}", "evidence": ["line"]}
-                                              for index in range(30)]
+    state.loop.policy_state["llm_digests"] = [
+        {"summary": f"digest {index}", "evidence": ["line"]} for index in range(30)
+    ]
     text = render_state_document(state, Path("state"), 12_000)
     assert "GPU 3 is faulty" in text and "finding 2999" in text and "finding 2000" not in text
     assert "digest 29" in text and "## Digests of folded conversation turns" in text
@@ -150,8 +151,9 @@ def test_a_long_run_through_the_loop_folds_into_findings_with_a_bounded_prompt(t
     saved = store.load()
     # Digests live in their own list, not among the findings (which stay the model's and the tools' own).
     folded = saved.loop.policy_state["llm_digests"]
-    assert folded and all("folded out of the model's context" in item["summary"] and item["evidence"]
-                          for item in folded)
+    assert folded and all(
+        "folded out of the model's context" in item["summary"] and item["evidence"] for item in folded
+    )
     assert not [finding for finding in saved.findings if "folded out" in finding.summary]
     assert [finding.summary for finding in saved.findings if finding.summary.startswith("checkpoint")] == [
         f"checkpoint {step}" for step in range(0, steps, 10)

@@ -224,11 +224,18 @@ def test_empty_and_repeated_call_ids_are_replaced_by_unique_ones(tmp_path: Path)
     assert server.rejections == []
 
 
-@pytest.mark.parametrize(("provider", "stop_reason", "category"), [
-    ("anthropic", "refusal", "cyber"), ("openai", "refusal", "refusal"), ("chat", "content_filter", "content_filter"),
-    ("chat", "refusal", "")])
-def test_a_refusal_stops_the_run_with_a_question_naming_its_category(provider: ProviderName, stop_reason: str,
-                                                                   category: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("provider", "stop_reason", "category"),
+    [
+        ("anthropic", "refusal", "cyber"),
+        ("openai", "refusal", "refusal"),
+        ("chat", "content_filter", "content_filter"),
+        ("chat", "refusal", ""),
+    ],
+)
+def test_a_refusal_stops_the_run_with_a_question_naming_its_category(
+    provider: ProviderName, stop_reason: str, category: str, tmp_path: Path
+) -> None:
     turn = ModelTurn(text="I can't help with that.", stop_reason=stop_reason, refusal_category=category or None)
     with ModelServer([turn]) as server:
         policy = make_policy(server, provider, True)

@@ -25,15 +25,22 @@ def drive(policy: LlmPolicy, state: ProjectState, state_dir: Path, turns: int) -
     for _ in range(turns):
         decision = policy.decide(view(state, state_dir, observations=observations))
         decisions.append(decision)
-        observations = execute([action for action in decision.actions if isinstance(action, ToolCall)],
-                               state, state_dir)
+        observations = execute(
+            [action for action in decision.actions if isinstance(action, ToolCall)], state, state_dir
+        )
         state.step += 1
     return decisions
 
 
 def thinking_turns(count: int) -> list[ModelTurn]:
-    return [ModelTurn(thinking=f"Thought {index}: check the log.", text=f"Turn {index}.",
-                      tool_calls=[ToolUse("emit", {"text": f"line {index}"})]) for index in range(count)]
+    return [
+        ModelTurn(
+            thinking=f"Thought {index}: check the log.",
+            text=f"Turn {index}.",
+            tool_calls=[ToolUse("emit", {"text": f"line {index}"})],
+        )
+        for index in range(count)
+    ]
 
 
 def test_claude_thinking_goes_back_unchanged_with_its_signature_while_the_loop_continues(tmp_path: Path) -> None:
@@ -43,8 +50,13 @@ def test_claude_thinking_goes_back_unchanged_with_its_signature_while_the_loop_c
         policy.close()
     assert server.rejections == []
     last = server.requests[-1].messages
-    thinking = [block for message in last if message["role"] == "assistant" for block in message["content"]
-                if block["type"] == "thinking"]
+    thinking = [
+        block
+        for message in last
+        if message["role"] == "assistant"
+        for block in message["content"]
+        if block["type"] == "thinking"
+    ]
     assert [block["thinking"] for block in thinking] == [f"Thought {index}: check the log." for index in range(3)]
     assert all(block["signature"].startswith("sig-") for block in thinking)
     assert server.requests[0].body["thinking"] == {"type": "adaptive", "display": "summarized"}
@@ -72,24 +84,35 @@ def test_the_server_refuses_changed_missing_or_rebound_thinking_and_invalid_ids(
 
         send([thinking, tool_use])  # unchanged: accepted
         for blocks, system, start, message in [
-                ([{**thinking, "thinking": "Plan: edited."}, tool_use], "s", "Begin.", "Invalid `signature`"),
-                ([thinking, tool_use], "another system prompt", "Begin.", "bound to a different conversation"),
-                ([thinking, tool_use], "s", "Begin, edited.", "bound to a different conversation"),
-                ([tool_use, thinking], "s", "Begin.", "must come before")]:
+            ([{**thinking, "thinking": "Plan: edited."}, tool_use], "s", "Begin.", "Invalid `signature`"),
+            ([thinking, tool_use], "another system prompt", "Begin.", "bound to a different conversation"),
+            ([thinking, tool_use], "s", "Begin, edited.", "bound to a different conversation"),
+            ([tool_use, thinking], "s", "Begin.", "must come before"),
+        ]:
             with pytest.raises(anthropic.BadRequestError, match=message):
                 send(blocks, system, start)
         with pytest.raises(anthropic.BadRequestError, match="should match pattern"):
             bad = {**tool_use, "id": "functions.emit:0"}
-            client.messages.create(model="claude-sonnet-5-5", max_tokens=64, messages=[
-                {"role": "user", "content": "Begin."}, {"role": "assistant", "content": [bad]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "functions.emit:0",
-                                              "content": "x"}]}])
+            client.messages.create(
+                model="claude-sonnet-5-5",
+                max_tokens=64,
+                messages=[
+                    {"role": "user", "content": "Begin."},
+                    {"role": "assistant", "content": [bad]},
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": "functions.emit:0", "content": "x"}],
+                    },
+                ],
+            )
         client.close()
 
 
 def test_a_compaction_drops_the_thinking_it_would_invalidate_and_stays_accepted(tmp_path: Path) -> None:
-    turns = [ModelTurn(thinking=f"Thought {index}.", tool_calls=[ToolUse("emit", {"text": "x", "repeat": 400})])
-             for index in range(14)]
+    turns = [
+        ModelTurn(thinking=f"Thought {index}.", tool_calls=[ToolUse("emit", {"text": "x", "repeat": 400})])
+        for index in range(14)
+    ]
     small = {"window_budget_tokens": 3_000, "state_document_max_tokens": 800, "keep_recent_turns": 4}
     with ModelServer(turns, model="claude-opus-5-5") as server:
         policy = make_policy(server, "anthropic", False, model="claude-opus-5-5", context=small)
@@ -115,14 +138,20 @@ def test_the_server_refuses_a_missing_reasoning_content_and_tools_for_models_tha
     with ModelServer([ModelTurn(text="ok")] * 3, reasoning_field="reasoning_content") as server:
         client = openai.OpenAI(api_key="test-key", base_url=server.openai_base_url, max_retries=0)
         call = {"id": "call_1", "type": "function", "function": {"name": "emit", "arguments": "{}"}}
-        messages = [{"role": "user", "content": "Begin."}, {"role": "assistant", "content": None, "tool_calls": [call]},
-                    {"role": "tool", "tool_call_id": "call_1", "content": "x"}]
+        messages = [
+            {"role": "user", "content": "Begin."},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "x"},
+        ]
         with pytest.raises(openai.BadRequestError, match="Missing `reasoning_content`"):
             client.chat.completions.create(model="deepseek-v4-pro", messages=messages)  # type: ignore[arg-type]
         tools = [{"type": "function", "function": {"name": "emit", "parameters": {"type": "object"}}}]
         with pytest.raises(openai.BadRequestError, match="use /v1/responses"):
-            client.chat.completions.create(model="gpt-6-sol", tools=tools,  # type: ignore[arg-type]
-                                           messages=[{"role": "user", "content": "Begin."}])
+            client.chat.completions.create(
+                model="gpt-6-sol",
+                tools=tools,  # type: ignore[arg-type]
+                messages=[{"role": "user", "content": "Begin."}],
+            )
         client.close()
 
 
@@ -143,8 +172,9 @@ def test_responses_reasoning_items_are_replayed_with_their_encrypted_content(tmp
 def test_the_server_refuses_changed_encrypted_reasoning(tmp_path: Path) -> None:
     with ModelServer([*thinking_turns(1), ModelTurn(text="ok")], model="gpt-6-sol") as server:
         client = openai.OpenAI(api_key="test-key", base_url=server.openai_base_url, max_retries=0)
-        reply = client.responses.create(model="gpt-6-sol", input="Begin.", store=False,
-                                        include=["reasoning.encrypted_content"])
+        reply = client.responses.create(
+            model="gpt-6-sol", input="Begin.", store=False, include=["reasoning.encrypted_content"]
+        )
         items = [item.model_dump(exclude_none=True) for item in reply.output]
         items[0]["encrypted_content"] = "enc-forged"
         outputs = [{"type": "function_call_output", "call_id": items[-1]["call_id"], "output": "x"}]
@@ -165,8 +195,10 @@ def test_broken_tool_arguments_are_sent_back_wrapped_as_json(provider: ProviderN
 
 
 def test_call_ids_with_other_characters_are_mapped_so_the_run_can_move_to_anthropic(tmp_path: Path) -> None:
-    script = [ModelTurn(tool_calls=[ToolUse("emit", {"text": "a"}, id="functions.emit:0")]),
-              ModelTurn(tool_calls=[ToolUse("emit", {"text": "b"}, id="functions.emit:0")])]
+    script = [
+        ModelTurn(tool_calls=[ToolUse("emit", {"text": "a"}, id="functions.emit:0")]),
+        ModelTurn(tool_calls=[ToolUse("emit", {"text": "b"}, id="functions.emit:0")]),
+    ]
     state = ProjectState(goal="g")
     with ModelServer(script) as server:
         policy = make_policy(server, "chat", False)
@@ -194,10 +226,14 @@ def test_tool_calls_written_as_text_ask_for_the_servers_tool_call_parser(tmp_pat
 def test_a_context_window_overflow_compacts_and_asks_again(provider: ProviderName, tmp_path: Path) -> None:
     from twin.model_api.script import Fault
 
-    overflow = (ModelTurn(stop_reason="model_context_window_exceeded") if provider == "anthropic"
-                else Fault.context_exceeded())
-    script = [*[ModelTurn(tool_calls=[ToolUse("emit", {"text": "y", "repeat": 2_000})])] * 6, overflow,
-              ModelTurn(tool_calls=[ToolUse("finish", {"summary": "fits"})])]
+    overflow = (
+        ModelTurn(stop_reason="model_context_window_exceeded") if provider == "anthropic" else Fault.context_exceeded()
+    )
+    script = [
+        *[ModelTurn(tool_calls=[ToolUse("emit", {"text": "y", "repeat": 2_000})])] * 6,
+        overflow,
+        ModelTurn(tool_calls=[ToolUse("finish", {"summary": "fits"})]),
+    ]
     with ModelServer(script) as server:
         policy = make_policy(server, provider, False)
         decisions = drive(policy, ProjectState(goal="g"), tmp_path, 7)
@@ -216,8 +252,9 @@ def test_the_context_budget_follows_the_servers_context_length() -> None:
 
 
 def test_the_server_refuses_thinking_left_out_after_an_earlier_block_came_back() -> None:
-    turns = [ModelTurn(thinking=f"Plan {index}.", tool_calls=[ToolUse("emit", id=f"toolu_{index}")])
-             for index in range(2)]
+    turns = [
+        ModelTurn(thinking=f"Plan {index}.", tool_calls=[ToolUse("emit", id=f"toolu_{index}")]) for index in range(2)
+    ]
     with ModelServer([*turns, ModelTurn(text="ok")], model="claude-sonnet-5-5") as server:
         client = _claude(server)
         messages: list[dict[str, object]] = [{"role": "user", "content": "Begin."}]
@@ -225,9 +262,10 @@ def test_the_server_refuses_thinking_left_out_after_an_earlier_block_came_back()
         for index in range(2):
             reply = client.messages.create(model="claude-sonnet-5-5", max_tokens=64, messages=messages)  # type: ignore[arg-type]
             blocks.append([block.model_dump(exclude_none=True) for block in reply.content])
-            messages += [{"role": "assistant", "content": blocks[-1]},
-                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{index}",
-                                                       "content": "x"}]}]
+            messages += [
+                {"role": "assistant", "content": blocks[-1]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{index}", "content": "x"}]},
+            ]
         messages[3] = {"role": "assistant", "content": blocks[1][1:]}  # the newest thinking left out
         with pytest.raises(anthropic.BadRequestError, match="left out"):
             client.messages.create(model="claude-sonnet-5-5", max_tokens=64, messages=messages)  # type: ignore[arg-type]
@@ -244,9 +282,17 @@ def _without_markers(value: object) -> object:
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "chat"])
 def test_the_conversation_is_append_only_and_carries_the_state_once_then_its_changes(
-        provider: ProviderName, tmp_path: Path) -> None:
-    turns = [ModelTurn(thinking=f"T{index}", tool_calls=[ToolUse("update_state", {"findings": [
-        {"summary": f"finding {index}", "evidence": [f"e{index}"]}]})]) for index in range(4)]
+    provider: ProviderName, tmp_path: Path
+) -> None:
+    turns = [
+        ModelTurn(
+            thinking=f"T{index}",
+            tool_calls=[
+                ToolUse("update_state", {"findings": [{"summary": f"finding {index}", "evidence": [f"e{index}"]}]})
+            ],
+        )
+        for index in range(4)
+    ]
     with ModelServer(turns, reasoning_field="reasoning_content") as server:
         policy = make_policy(server, provider, False)
         drive(policy, ProjectState(goal="serve it"), tmp_path, 4)
@@ -255,7 +301,7 @@ def test_the_conversation_is_append_only_and_carries_the_state_once_then_its_cha
     requests = server.requests
     for earlier, later in itertools.pairwise(requests):
         before, after = _without_markers(earlier.messages), _without_markers(later.messages)
-        assert isinstance(before, list) and isinstance(after, list) and after[:len(before)] == before
+        assert isinstance(before, list) and isinstance(after, list) and after[: len(before)] == before
     texts = requests[-1].user_texts()
     assert sum("<state_document>" in text for text in texts) == 1
     assert sum("<state_update>" in text for text in texts) == 3

@@ -139,8 +139,9 @@ def test_anthropic_requests_mark_the_stable_prefix_for_caching_and_read_it_back(
 
 @pytest.mark.parametrize(("provider", "stream"), [("openai", False), ("openai", True), ("chat", True)])
 def test_openai_cached_prompt_tokens_are_counted(provider: ProviderName, stream: bool) -> None:
-    with ModelServer([ModelTurn(text="one", tool_calls=[ToolUse("emit")]),
-                      ModelTurn(text="two", tool_calls=[ToolUse("emit")])]) as server:
+    with ModelServer(
+        [ModelTurn(text="one", tool_calls=[ToolUse("emit")]), ModelTurn(text="two", tool_calls=[ToolUse("emit")])]
+    ) as server:
         model = provider_for(server, provider, stream)
         system = "Long stable instructions for the deployment. " * 200
         first = model.complete(first_request(system))
@@ -152,15 +153,29 @@ def test_openai_cached_prompt_tokens_are_counted(provider: ProviderName, stream:
 
 def test_output_limits_and_sampling_follow_the_model_family_not_the_url() -> None:
     keys = {"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"}
-    cases = [("anthropic", "claude-sonnet-5-5", "auto"), ("openai", "gpt-6-sol", "chat"),
-             ("openai", "gpt-6-sol", "responses"), ("openai", "gpt-4.1", "chat"), ("openai", "qwen3-32b", "chat")]
+    cases = [
+        ("anthropic", "claude-sonnet-5-5", "auto"),
+        ("openai", "gpt-6-sol", "chat"),
+        ("openai", "gpt-6-sol", "responses"),
+        ("openai", "gpt-4.1", "chat"),
+        ("openai", "qwen3-32b", "chat"),
+    ]
     with ModelServer([ModelTurn(text="a")] * 2 * len(cases)) as server:
         for provider, name, wire in cases:
             base_url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
             for limit in (None, 2_000):
-                model = make_provider(LlmSettings(provider=provider, model=name, base_url=base_url, wire=wire,
-                                                  max_output_tokens=limit, temperature=0.2, effort="low"),
-                                      environ=keys)
+                model = make_provider(
+                    LlmSettings(
+                        provider=provider,
+                        model=name,
+                        base_url=base_url,
+                        wire=wire,
+                        max_output_tokens=limit,
+                        temperature=0.2,
+                        effort="low",
+                    ),
+                    environ=keys,
+                )
                 model.complete(ModelRequest(system="s", tools=[], turns=[UserTurn(notes=["Begin."])]))
                 model.close()
         bodies = [request.body for request in server.requests]

@@ -187,8 +187,11 @@ class Tool(ABC, Generic[ArgsT, OutputT]):
     def schema(self) -> dict[str, Any]:
         """Name, description (ending with how long a call can block) and the arguments' JSON schema."""
         blocks = self.blocks or f"at most {self.timeout_seconds:g} seconds."
-        return {"name": self.name, "description": f"{self.description} Blocks: {blocks}",
-                "input_schema": self.args_model.model_json_schema()}
+        return {
+            "name": self.name,
+            "description": f"{self.description} Blocks: {blocks}",
+            "input_schema": self.args_model.model_json_schema(),
+        }
 
 
 AnyTool = Tool[Any, Any]

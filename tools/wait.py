@@ -27,8 +27,10 @@ class WaitOutput(ToolOutput):
 class WaitTool(Tool[WaitArgs, WaitOutput]):
     name = "wait"
     blocks = "the given seconds (0-600) plus at most 10 s."
-    description = ("Wait a number of seconds (at most 600) before the next step, e.g. between polls of a "
-                   "model that is loading or a drafter that is training. Say what you wait for.")
+    description = (
+        "Wait a number of seconds (at most 600) before the next step, e.g. between polls of a "
+        "model that is loading or a drafter that is training. Say what you wait for."
+    )
     args_model = WaitArgs
     output_model = WaitOutput
 

@@ -105,26 +105,40 @@ def run(
     max_cost_usd: MaxCostOption = None,
     provider: Annotated[str | None, typer.Option(help="LLM provider: anthropic | openai.")] = None,
     model: Annotated[str | None, typer.Option(help="LLM model name.")] = None,
-    llm_base_url: Annotated[str | None, typer.Option(
-        "--llm-base-url", help="Server URL of the LLM (e.g. an OpenAI-compatible one).")] = None,
-    wire: Annotated[str | None, typer.Option(
-        help="OpenAI API: auto | chat | responses (auto: Responses for the OpenAI models that need it).")] = None,
-    thinking: Annotated[str | None, typer.Option(
-        help="auto | adaptive | enabled | between_tools | disabled (Anthropic); on | off (compatible "
-             "servers).")] = None,
-    effort: Annotated[str | None, typer.Option(
-        help="Reasoning effort: none | minimal | low | medium | high | xhigh | max.")] = None,
+    llm_base_url: Annotated[
+        str | None, typer.Option("--llm-base-url", help="Server URL of the LLM (e.g. an OpenAI-compatible one).")
+    ] = None,
+    wire: Annotated[
+        str | None,
+        typer.Option(help="OpenAI API: auto | chat | responses (auto: Responses for the OpenAI models that need it)."),
+    ] = None,
+    thinking: Annotated[
+        str | None,
+        typer.Option(
+            help="auto | adaptive | enabled | between_tools | disabled (Anthropic); on | off (compatible servers)."
+        ),
+    ] = None,
+    effort: Annotated[
+        str | None, typer.Option(help="Reasoning effort: none | minimal | low | medium | high | xhigh | max.")
+    ] = None,
     new: NewOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Start a new run on GOAL and keep going until it is done or a human is needed."""
     with usage_errors():
         directory, _ = locate(None, state_dir)
-        given = (("provider", provider), ("model", model), ("base_url", llm_base_url), ("wire", wire),
-                 ("thinking", thinking), ("effort", effort))
+        given = (
+            ("provider", provider),
+            ("model", model),
+            ("base_url", llm_base_url),
+            ("wire", wire),
+            ("thinking", thinking),
+            ("effort", effort),
+        )
         llm = {key: value for key, value in given if value is not None}
-        overrides = _overrides(policy, script, sim, engine_python,
-                               limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm)
+        overrides = _overrides(
+            policy, script, sim, engine_python, limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm
+        )
         config_file = config.absolute() if config is not None else None
         with StateDirectoryLock(directory):
             store = StateStore(directory)

@@ -30,8 +30,14 @@ from twin.model_api.server import ModelServer
 # The three wires: "anthropic" (Messages API), "openai" (a hosted OpenAI model: the Responses API),
 # "chat" (an OpenAI-compatible server such as SGLang or vLLM: Chat Completions).
 ProviderName = Literal["anthropic", "openai", "chat"]
-MODES: list[tuple[ProviderName, bool]] = [("anthropic", False), ("anthropic", True), ("openai", False),
-                                          ("openai", True), ("chat", False), ("chat", True)]
+MODES: list[tuple[ProviderName, bool]] = [
+    ("anthropic", False),
+    ("anthropic", True),
+    ("openai", False),
+    ("openai", True),
+    ("chat", False),
+    ("chat", True),
+]
 MODE_IDS = ["anthropic-json", "anthropic-sse", "responses-json", "responses-sse", "chat-json", "chat-sse"]
 TEST_KEYS = {"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"}
 LOCAL_MODEL = "Qwen/Qwen3-235B-A22B"

@@ -109,11 +109,13 @@ def _run_sglang(args: RunBenchArgs, context: ToolContext) -> BenchRun:
 class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
     name = "run_bench"
     blocks = "until the sweep ends, at most timeout_s seconds (default 3600, up to 21600) plus 120 s."
-    description = ("Benchmark an OpenAI-compatible server with synthetic prompts: a sweep over concurrency "
-                   "levels (or a Poisson request rate), reporting req/s, output and total tok/s, TTFT, ITL, "
-                   "TPOT, E2E (mean/median/p90/p99), errors, and speculative acceptance from the server's "
-                   "metrics. Runs a correctness probe first. The result is stored in state.benchmarks with "
-                   "the engine config.")
+    description = (
+        "Benchmark an OpenAI-compatible server with synthetic prompts: a sweep over concurrency "
+        "levels (or a Poisson request rate), reporting req/s, output and total tok/s, TTFT, ITL, "
+        "TPOT, E2E (mean/median/p90/p99), errors, and speculative acceptance from the server's "
+        "metrics. Runs a correctness probe first. The result is stored in state.benchmarks with "
+        "the engine config."
+    )
     args_model = RunBenchArgs
     output_model = RunBenchOutput
 

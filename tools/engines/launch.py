@@ -113,8 +113,10 @@ def _port_answers(host: str, port: int) -> bool:
 
 class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
     name = "launch_engine"
-    blocks = ("until the engine answers /health, dies or hangs, at most wait_timeout_seconds (default "
-              "1800 s: large MoE models load for 7-20 min); wait=false returns right after the start.")
+    blocks = (
+        "until the engine answers /health, dies or hangs, at most wait_timeout_seconds (default "
+        "1800 s: large MoE models load for 7-20 min); wait=false returns right after the start."
+    )
     description = (
         "Launch SGLang or vLLM with a typed config (model, tp/ep/dp, port, memory fraction, attention "
         "backend, CUDA-graph options, EAGLE-3 speculative options, multi-node, extra flags, env such as "

@@ -20,21 +20,35 @@ def openai_error(error_type: str, message: str, code: str | None = None) -> dict
 
 
 def _openai_calls(turn: ModelTurn) -> list[dict[str, Any]]:
-    return [{"id": call_id("openai", tool), "type": "function",
-             "function": {"name": tool.name, "arguments": tool.arguments_text()}} for tool in turn.tool_calls]
+    return [
+        {
+            "id": call_id("openai", tool),
+            "type": "function",
+            "function": {"name": tool.name, "arguments": tool.arguments_text()},
+        }
+        for tool in turn.tool_calls
+    ]
 
 
 def _openai_usage(prompt: int, cached: int, turn: ModelTurn) -> dict[str, Any]:
     completion = output_tokens(turn)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
 
 
-def openai_completion(turn: ModelTurn, model: str, prompt: int, cached: int,
-                      reasoning_field: str = "reasoning_content") -> dict[str, Any]:
+def openai_completion(
+    turn: ModelTurn, model: str, prompt: int, cached: int, reasoning_field: str = "reasoning_content"
+) -> dict[str, Any]:
     refused = turn.stop_reason == "refusal"
-    message: dict[str, Any] = {"role": "assistant", "content": None if refused else turn.text or None,
-                               "refusal": turn.text if refused else None}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": None if refused else turn.text or None,
+        "refusal": turn.text if refused else None,
+    }
     if turn.thinking is not None:
         message[reasoning_field] = turn.thinking
     calls = _openai_calls(turn)
@@ -42,15 +56,30 @@ def openai_completion(turn: ModelTurn, model: str, prompt: int, cached: int,
         message["tool_calls"] = calls
     finish = "stop" if refused else turn.stop_reason or ("tool_calls" if calls else "stop")
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion",
-            "created": int(time.time()), "model": model, "choices": [choice],
-            "usage": _openai_usage(prompt, cached, turn)}
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": _openai_usage(prompt, cached, turn),
+    }
 
 
-def openai_chunks(turn: ModelTurn, model: str, prompt: int, cached: int, include_usage: bool,
-                  reasoning_field: str = "reasoning_content") -> list[dict[str, Any]]:
-    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": model}
+def openai_chunks(
+    turn: ModelTurn,
+    model: str,
+    prompt: int,
+    cached: int,
+    include_usage: bool,
+    reasoning_field: str = "reasoning_content",
+) -> list[dict[str, Any]]:
+    base = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
@@ -61,11 +90,17 @@ def openai_chunks(turn: ModelTurn, model: str, prompt: int, cached: int, include
     if turn.text:
         chunks.extend(chunk({"content": piece}) for piece in pieces(turn.text))
     for index, call in enumerate(_openai_calls(turn)):
-        opening = {"index": index, "id": call["id"], "type": "function",
-                   "function": {"name": call["function"]["name"], "arguments": ""}}
+        opening = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
         chunks.append(chunk({"tool_calls": [opening]}))
-        chunks.extend(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                      for piece in pieces(call["function"]["arguments"]))
+        chunks.extend(
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in pieces(call["function"]["arguments"])
+        )
     chunks.append(chunk({}, turn.stop_reason or ("tool_calls" if turn.tool_calls else "stop")))
     if include_usage:
         chunks.append({**base, "choices": [], "usage": _openai_usage(prompt, cached, turn)})
@@ -82,13 +117,17 @@ def openai_problems(body: dict[str, Any]) -> list[str]:
         role = message.get("role")
         if role == "tool":
             if message.get("tool_call_id") not in pending:
-                problems.append(f"messages.[{position}]: messages with role 'tool' must be a response to a "
-                                "preceding message with 'tool_calls'")
+                problems.append(
+                    f"messages.[{position}]: messages with role 'tool' must be a response to a "
+                    "preceding message with 'tool_calls'"
+                )
             pending.discard(message.get("tool_call_id"))
             continue
         if pending:
-            problems.append(f"messages.[{position}]: an assistant message with 'tool_calls' must be followed "
-                            f"by tool messages responding to each 'tool_call_id'; missing {sorted(pending)}")
+            problems.append(
+                f"messages.[{position}]: an assistant message with 'tool_calls' must be followed "
+                f"by tool messages responding to each 'tool_call_id'; missing {sorted(pending)}"
+            )
             pending = set()
         if role == "assistant":
             pending = {call["id"] for call in message.get("tool_calls") or []}

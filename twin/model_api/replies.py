@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 CONTEXT_MESSAGES: dict[str, str] = {
     "anthropic": "prompt is too long: {tokens} tokens > {limit} maximum",
-    "openai": ("This model's maximum context length is {limit} tokens. However, your messages resulted in "
-               "{tokens} tokens. Please reduce the length of the messages."),
+    "openai": (
+        "This model's maximum context length is {limit} tokens. However, your messages resulted in "
+        "{tokens} tokens. Please reduce the length of the messages."
+    ),
     "responses": "Your input exceeds the context window of this model ({tokens} tokens > {limit}).",
 }
 
@@ -36,8 +38,11 @@ def problems(server: ModelServer, api: Api, body: dict[str, Any]) -> list[str]:
 
 
 def prompt_tokens(api: Api, body: dict[str, Any]) -> int:
-    parts = ([body.get("tools"), body.get("input"), body.get("instructions")] if api == "responses"
-             else [body.get("tools"), body.get("system"), body.get("messages")])
+    parts = (
+        [body.get("tools"), body.get("input"), body.get("instructions")]
+        if api == "responses"
+        else [body.get("tools"), body.get("system"), body.get("messages")]
+    )
     return wire.tokens(json.dumps(parts))
 
 
@@ -72,8 +77,9 @@ class Reply:
         if self.api == "anthropic":
             return wire.anthropic_message(self.turn, model, usage, self.signature)
         if self.api == "openai":
-            return chat.openai_completion(self.turn, model, prompt, cached, self.server.reasoning_field
-                                          or "reasoning_content")
+            return chat.openai_completion(
+                self.turn, model, prompt, cached, self.server.reasoning_field or "reasoning_content"
+            )
         included = "reasoning.encrypted_content" in (self.body.get("include") or [])
         items = responses.output_items(self.turn, self.reasoning_id, self.encrypted if included else None)
         return responses.response_body(self.turn, model, items, prompt, cached)
@@ -81,13 +87,23 @@ class Reply:
     def events(self) -> list[bytes]:
         if self.api == "anthropic":
             prompt, cached, usage = self.server.usage_for(self.api, self.body)
-            return [f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
-                    for name, payload in wire.anthropic_events(self.turn, self.server.model, usage, self.signature)]
+            return [
+                f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+                for name, payload in wire.anthropic_events(self.turn, self.server.model, usage, self.signature)
+            ]
         if self.api == "responses":
-            return [f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
-                    for event in responses.response_events(self.body_json())]
+            return [
+                f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+                for event in responses.response_events(self.body_json())
+            ]
         prompt, cached, _ = self.server.usage_for(self.api, self.body)
         include_usage = bool((self.body.get("stream_options") or {}).get("include_usage"))
-        chunks = chat.openai_chunks(self.turn, self.server.model, prompt, cached, include_usage,
-                                    self.server.reasoning_field or "reasoning_content")
+        chunks = chat.openai_chunks(
+            self.turn,
+            self.server.model,
+            prompt,
+            cached,
+            include_usage,
+            self.server.reasoning_field or "reasoning_content",
+        )
         return [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]

@@ -28,8 +28,10 @@ TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 RESPONSES_FOR_TOOLS = re.compile(r"^(gpt-5\.([4-9]|\d\d)|gpt-[6-9]|gpt-5(\.\d+)?-(pro|codex))")
 REASONING_MODEL = re.compile(r"^(o\d|gpt-[5-9])")
 PRESERVED_THINKING = re.compile(r"^claude-((fable|mythos)-5-([1-9]|\d\d)|(opus|sonnet|haiku)-5-([5-9]|\d\d))")
-TOOLS_NEED_RESPONSES = ("Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. "
-                        "To use function tools, use /v1/responses or set reasoning_effort to 'none'.")
+TOOLS_NEED_RESPONSES = (
+    "Function tools with reasoning_effort are not supported for {model} in /v1/chat/completions. "
+    "To use function tools, use /v1/responses or set reasoning_effort to 'none'."
+)
 
 
 def _without_cache_markers(value: Any) -> Any:
@@ -42,8 +44,11 @@ def _without_cache_markers(value: Any) -> Any:
 
 def prefix_digest(body: dict[str, Any], message_count: int) -> str:
     """The digest of what precedes message ``message_count``: system, tools and the earlier messages."""
-    prefix = {"system": body.get("system"), "tools": body.get("tools"),
-              "messages": (body.get("messages") or [])[:message_count]}
+    prefix = {
+        "system": body.get("system"),
+        "tools": body.get("tools"),
+        "messages": (body.get("messages") or [])[:message_count],
+    }
     return hashlib.sha256(json.dumps(_without_cache_markers(prefix), sort_keys=True).encode()).hexdigest()
 
 
@@ -62,8 +67,9 @@ class ThinkingLedger:
 
     def issue(self, body: dict[str, Any], text: str, call_ids: list[str], prefix: str = "sig") -> str:
         key = f"{prefix}-{uuid.uuid4().hex}"
-        self.issued[key] = Issued(text=text, prefix=prefix_digest(body, len(body.get("messages") or [])),
-                                  call_ids=call_ids)
+        self.issued[key] = Issued(
+            text=text, prefix=prefix_digest(body, len(body.get("messages") or [])), call_ids=call_ids
+        )
         return key
 
     def thinking_problems(self, body: dict[str, Any]) -> list[str]:
@@ -91,16 +97,19 @@ class ThinkingLedger:
                 elif entry is None or (block["type"] == "thinking" and entry.text != block.get("thinking")):
                     problems.append(f"{where}: Invalid `signature` in `thinking` block")
                 elif preserved and entry.prefix != prefix_digest(body, position):
-                    problems.append(f"{where}: Invalid `signature` in `thinking` block. The block is bound to a "
-                                    "different conversation. Remove the block, or set `thinking.block_binding."
-                                    "prefix_mismatch_behavior` to \"drop_block\".")
+                    problems.append(
+                        f"{where}: Invalid `signature` in `thinking` block. The block is bound to a "
+                        "different conversation. Remove the block, or set `thinking.block_binding."
+                        'prefix_mismatch_behavior` to "drop_block".'
+                    )
             if position >= loop_start and had:
-                returned_in_loop.append(any(block.get("type") in ("thinking", "redacted_thinking")
-                                            for block in blocks))
+                returned_in_loop.append(any(block.get("type") in ("thinking", "redacted_thinking") for block in blocks))
         first = returned_in_loop.index(True) if True in returned_in_loop else len(returned_in_loop)
         if not all(returned_in_loop[first:]):
-            problems.append("messages: a thinking block of the current tool loop was left out after an earlier "
-                            "one was sent back; send the thinking of the loop back unchanged")
+            problems.append(
+                "messages: a thinking block of the current tool loop was left out after an earlier "
+                "one was sent back; send the thinking of the loop back unchanged"
+            )
         return problems
 
 
@@ -122,8 +131,10 @@ def anthropic_id_problems(body: dict[str, Any]) -> list[str]:
         for index, block in enumerate(content if isinstance(content, list) else []):
             value = block.get("id") if block.get("type") == "tool_use" else block.get("tool_use_id")
             if block.get("type") in ("tool_use", "tool_result") and not TOOL_USE_ID.match(str(value)):
-                problems.append(f"messages.{position}.content.{index}: String should match pattern "
-                                f"'^[a-zA-Z0-9_-]+$' (got {value!r})")
+                problems.append(
+                    f"messages.{position}.content.{index}: String should match pattern "
+                    f"'^[a-zA-Z0-9_-]+$' (got {value!r})"
+                )
     return problems
 
 
@@ -135,16 +146,22 @@ def chat_model_problems(body: dict[str, Any], reasoning_field: str | None) -> li
     if RESPONSES_FOR_TOOLS.match(model) and body.get("tools") and effort != "none":
         problems.append(TOOLS_NEED_RESPONSES.format(model=model))
     if reasoning and "max_tokens" in body:
-        problems.append("Unsupported parameter: 'max_tokens' is not supported with this model. "
-                        "Use 'max_completion_tokens' instead.")
+        problems.append(
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+        )
     if reasoning and "temperature" in body and effort != "none":
         problems.append("Unsupported value: 'temperature' does not support this value with this model.")
     if reasoning_field is not None:
         for position, message in enumerate(body.get("messages") or []):
-            if message.get("role") == "assistant" and message.get("tool_calls") and not any(
-                    name in message for name in ("reasoning_content", "reasoning")):
-                problems.append(f"Missing `reasoning_content` field in the assistant message at message index "
-                                f"{position}. The reasoning_content in the thinking mode must be passed back.")
+            if (
+                message.get("role") == "assistant"
+                and message.get("tool_calls")
+                and not any(name in message for name in ("reasoning_content", "reasoning"))
+            ):
+                problems.append(
+                    f"Missing `reasoning_content` field in the assistant message at message index "
+                    f"{position}. The reasoning_content in the thinking mode must be passed back."
+                )
     return problems
 
 
@@ -163,8 +180,7 @@ def responses_problems(body: dict[str, Any], ledger: ThinkingLedger) -> list[str
             pending.add(call)
         elif kind == "function_call_output":
             if call not in pending:
-                problems.append(f"input[{position}]: No tool call found for function call output with call_id "
-                                f"{call}.")
+                problems.append(f"input[{position}]: No tool call found for function call output with call_id {call}.")
             pending.discard(call)
         elif kind == "reasoning":
             problems += _reasoning_item_problems(position, item, items, ledger, body)
@@ -176,12 +192,15 @@ def responses_problems(body: dict[str, Any], ledger: ThinkingLedger) -> list[str
     return problems
 
 
-def _reasoning_item_problems(position: int, item: dict[str, Any], items: list[dict[str, Any]],
-                             ledger: ThinkingLedger, body: dict[str, Any]) -> list[str]:
+def _reasoning_item_problems(
+    position: int, item: dict[str, Any], items: list[dict[str, Any]], ledger: ThinkingLedger, body: dict[str, Any]
+) -> list[str]:
     entry = ledger.issued.get(str(item.get("id")))
     if not item.get("encrypted_content") and body.get("store") is False:
-        return [f"Item with id '{item.get('id')}' not found. Items are not persisted when `store` is set to "
-                "false. Try again with `store` set to true, or pass the item's encrypted content."]
+        return [
+            f"Item with id '{item.get('id')}' not found. Items are not persisted when `store` is set to "
+            "false. Try again with `store` set to true, or pass the item's encrypted content."
+        ]
     if entry is None or item.get("encrypted_content") != entry.text:
         return [f"input[{position}]: The encrypted content for item {item.get('id')} could not be verified."]
     following = items[position + 1] if position + 1 < len(items) else {}

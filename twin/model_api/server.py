@@ -52,9 +52,15 @@ ANTHROPIC_ERROR_TYPES = {
 
 
 class ModelServer:
-    def __init__(self, script: Iterable[Step] = (), *, responder: Responder | None = None,
-                 model: str = "scripted-model", reasoning_field: str | None = None,
-                 context_window: int | None = None) -> None:
+    def __init__(
+        self,
+        script: Iterable[Step] = (),
+        *,
+        responder: Responder | None = None,
+        model: str = "scripted-model",
+        reasoning_field: str | None = None,
+        context_window: int | None = None,
+    ) -> None:
         """``reasoning_field``: thinking mode on Chat Completions (reasoning goes out in this field and
         must come back on every assistant tool-call message); ``context_window``: refuse longer prompts
         and report it under ``/v1/models``."""
@@ -149,8 +155,11 @@ class ModelServer:
                 usage = self._anthropic_cache.usage(body)
                 return 0, 0, usage
             prompt = replies.prompt_tokens(api, body)
-            cache_view = ({"tools": body.get("tools"), "messages": [body.get("instructions"), body.get("input")]}
-                          if api == "responses" else body)
+            cache_view = (
+                {"tools": body.get("tools"), "messages": [body.get("instructions"), body.get("input")]}
+                if api == "responses"
+                else body
+            )
             return prompt, self._openai_cache.cached_tokens(cache_view), {}
 
     def _wait(self, seconds: float) -> None:
@@ -179,21 +188,40 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         server = self.model_server
         if path.endswith("/v1/models"):
-            entry = {"id": server.model, "object": "model", "created": 0, "owned_by": "scripted",
-                     "max_model_len": server.context_window}
+            entry = {
+                "id": server.model,
+                "object": "model",
+                "created": 0,
+                "owned_by": "scripted",
+                "max_model_len": server.context_window,
+            }
             self._send_json(200, {"object": "list", "data": [entry]})
         elif "/v1/models/" in path:
-            self._send_json(200, {"type": "model", "id": path.rsplit("/", 1)[-1], "display_name": "Scripted",
-                                  "created_at": "2026-01-01T00:00:00Z", "max_input_tokens": server.context_window,
-                                  "max_tokens": 32_000})
+            self._send_json(
+                200,
+                {
+                    "type": "model",
+                    "id": path.rsplit("/", 1)[-1],
+                    "display_name": "Scripted",
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "max_input_tokens": server.context_window,
+                    "max_tokens": 32_000,
+                },
+            )
         else:
             self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {path}"}})
 
     def do_POST(self) -> None:
         path = self.path.split("?")[0]
-        api: Api | None = ("anthropic" if path.endswith("/v1/messages")
-                           else "openai" if path.endswith("/chat/completions")
-                           else "responses" if path.endswith("/responses") else None)
+        api: Api | None = (
+            "anthropic"
+            if path.endswith("/v1/messages")
+            else "openai"
+            if path.endswith("/chat/completions")
+            else "responses"
+            if path.endswith("/responses")
+            else None
+        )
         raw = self._read_body()
         if api is None:
             self._send_json(404, {"error": {"type": "not_found_error", "message": f"no route {path}"}})
@@ -204,8 +232,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(api, 400, f"the request body is not JSON: {error}")
             return
         server = self.model_server
-        request = server._record(api, path, {name.lower(): value for name, value in self.headers.items()},
-                                 body, len(raw))
+        request = server._record(
+            api, path, {name.lower(): value for name, value in self.headers.items()}, body, len(raw)
+        )
         problems = replies.problems(server, api, body)
         tokens = replies.prompt_tokens(api, body)
         if server.context_window is not None and tokens > server.context_window:
@@ -247,8 +276,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _fault(self, api: Api, body: dict[str, Any], fault: Fault) -> None:
         if fault.kind == "context_exceeded":
             tokens = replies.prompt_tokens(api, body)
-            self._send_error(api, 400, replies.context_message(api, tokens, max(tokens // 2, 1)),
-                             code="context_length_exceeded")
+            self._send_error(
+                api, 400, replies.context_message(api, tokens, max(tokens // 2, 1)), code="context_length_exceeded"
+            )
             return
         if fault.kind == "status":
             headers = {}
@@ -279,8 +309,13 @@ class _Handler(BaseHTTPRequestHandler):
                 error = wire.anthropic_error("overloaded_error", "Overloaded")
                 self._chunk(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
             elif api == "responses":
-                error = {"type": "error", "code": "server_error", "message": "scripted failure", "param": None,
-                         "sequence_number": fault.after_events}
+                error = {
+                    "type": "error",
+                    "code": "server_error",
+                    "message": "scripted failure",
+                    "param": None,
+                    "sequence_number": fault.after_events,
+                }
                 self._chunk(f"event: error\ndata: {json.dumps(error)}\n\n".encode())
             else:
                 error = chat.openai_error("server_error", "scripted failure")
@@ -318,8 +353,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_error(self, api: Api, status: int, message: str, headers: dict[str, str] | None = None,
-                    code: str | None = None) -> None:
+    def _send_error(
+        self, api: Api, status: int, message: str, headers: dict[str, str] | None = None, code: str | None = None
+    ) -> None:
         if api == "anthropic":
             payload = wire.anthropic_error(ANTHROPIC_ERROR_TYPES.get(status, "api_error"), message)
         else:

@@ -33,7 +33,7 @@ def call_id(api: Api, tool: ToolUse) -> str:
 
 
 def pieces(text: str) -> list[str]:
-    return [text[start:start + PIECE_CHARS] for start in range(0, len(text), PIECE_CHARS)] or [""]
+    return [text[start : start + PIECE_CHARS] for start in range(0, len(text), PIECE_CHARS)] or [""]
 
 
 def output_tokens(turn: ModelTurn) -> int:
@@ -63,26 +63,38 @@ def anthropic_message(turn: ModelTurn, model: str, usage: dict[str, Any], signat
                 arguments = json.loads(arguments)
         content.append({"type": "tool_use", "id": call_id("anthropic", tool), "name": tool.name, "input": arguments})
     stop = turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
-    details = ({"type": "refusal", "category": turn.refusal_category, "explanation": "scripted refusal"}
-               if stop == "refusal" else None)
-    return {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": stop, "stop_sequence": None, "stop_details": details,
-            "usage": {**usage, "output_tokens": output_tokens(turn)}}
+    details = (
+        {"type": "refusal", "category": turn.refusal_category, "explanation": "scripted refusal"}
+        if stop == "refusal"
+        else None
+    )
+    return {
+        "id": f"msg_{uuid.uuid4().hex[:24]}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "stop_details": details,
+        "usage": {**usage, "output_tokens": output_tokens(turn)},
+    }
 
 
 def _block_events(index: int, block: dict[str, Any], arguments_text: str) -> list[tuple[str, dict[str, Any]]]:
     """content_block_start, the deltas, content_block_stop for one block of a complete message."""
     if block["type"] == "thinking":
         opening: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
-        deltas = [*({"type": "thinking_delta", "thinking": piece} for piece in pieces(block["thinking"])),
-                  {"type": "signature_delta", "signature": block["signature"]}]
+        deltas = [
+            *({"type": "thinking_delta", "thinking": piece} for piece in pieces(block["thinking"])),
+            {"type": "signature_delta", "signature": block["signature"]},
+        ]
     elif block["type"] == "text":
         opening = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
     else:
         opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": piece}
-                  for piece in ["", *pieces(arguments_text)]]
+        deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in ["", *pieces(arguments_text)]]
     start = {"type": "content_block_start", "index": index, "content_block": opening}
     return [
         ("content_block_start", start),
@@ -91,11 +103,17 @@ def _block_events(index: int, block: dict[str, Any], arguments_text: str) -> lis
     ]
 
 
-def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, Any],
-                     signature: str = "") -> list[tuple[str, dict[str, Any]]]:
+def anthropic_events(
+    turn: ModelTurn, model: str, usage: dict[str, Any], signature: str = ""
+) -> list[tuple[str, dict[str, Any]]]:
     message = anthropic_message(turn, model, usage, signature)
-    start = {**message, "content": [], "stop_reason": None, "stop_details": None,
-             "usage": {**usage, "output_tokens": 1}}
+    start = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "stop_details": None,
+        "usage": {**usage, "output_tokens": 1},
+    }
     events: list[tuple[str, dict[str, Any]]] = [
         ("message_start", {"type": "message_start", "message": start}),
         ("ping", {"type": "ping"}),
@@ -103,10 +121,20 @@ def anthropic_events(turn: ModelTurn, model: str, usage: dict[str, Any],
     arguments = iter(tool.arguments_text() for tool in turn.tool_calls)
     for index, block in enumerate(message["content"]):
         events.extend(_block_events(index, block, next(arguments) if block["type"] == "tool_use" else ""))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None,
-                                               "stop_details": message["stop_details"]},
-                                     "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": message["stop_reason"],
+                    "stop_sequence": None,
+                    "stop_details": message["stop_details"],
+                },
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -184,10 +212,15 @@ class AnthropicCache:
         write = max(end - read, 0) if breakpoints and breakpoints[-1][0] not in self.written else 0
         self.written.update(key for key, _ in breakpoints)
         hour_write = min(max(hour_chars // CHARS_PER_TOKEN - read, 0), write)
-        return {"input_tokens": max(total - read - write, 0), "cache_creation_input_tokens": write,
-                "cache_read_input_tokens": read,
-                "cache_creation": {"ephemeral_1h_input_tokens": hour_write,
-                                   "ephemeral_5m_input_tokens": write - hour_write}}
+        return {
+            "input_tokens": max(total - read - write, 0),
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+            "cache_creation": {
+                "ephemeral_1h_input_tokens": hour_write,
+                "ephemeral_5m_input_tokens": write - hour_write,
+            },
+        }
 
 
 def _system_blocks(system: Any) -> list[dict[str, Any]]:

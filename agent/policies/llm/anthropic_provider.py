@@ -47,8 +47,11 @@ class AnthropicProvider:
 
     def arguments(self, request: ModelRequest) -> dict[str, Any]:
         limit = self.settings.max_output_tokens or ANTHROPIC_MAX_OUTPUT_TOKENS
-        arguments: dict[str, Any] = {"model": self.model, "max_tokens": limit,
-                                     **wire_anthropic.request_parameters(request, self.settings.cache_ttl)}
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": limit,
+            **wire_anthropic.request_parameters(request, self.settings.cache_ttl),
+        }
         if not arguments["tools"]:
             del arguments["tools"]
         thinking = thinking_parameter(self.settings, self.model, limit)
@@ -80,10 +83,16 @@ class AnthropicProvider:
         except API_FAILURES:
             return ServerFacts()
         thinking = getattr(getattr(getattr(info, "capabilities", None), "thinking", None), "types", None)
-        types = [name for name in ("adaptive", "enabled", "disabled", "between_tools")
-                 if getattr(getattr(thinking, name, None), "supported", False)]
-        return ServerFacts(context_window=int(getattr(info, "max_input_tokens", 0) or 0),
-                           max_output=int(getattr(info, "max_tokens", 0) or 0), thinking_types=types)
+        types = [
+            name
+            for name in ("adaptive", "enabled", "disabled", "between_tools")
+            if getattr(getattr(thinking, name, None), "supported", False)
+        ]
+        return ServerFacts(
+            context_window=int(getattr(info, "max_input_tokens", 0) or 0),
+            max_output=int(getattr(info, "max_tokens", 0) or 0),
+            thinking_types=types,
+        )
 
     def close(self) -> None:
         self.client.close()

@@ -62,8 +62,7 @@ class ContextBudget:
         if self.cap is not None:
             budget = min(budget, self.cap)
         budget = max(MIN_BUDGET, budget)
-        return self.base.model_copy(update={"window_budget_tokens": budget,
-                                            "chars_per_token": self.chars_per_token})
+        return self.base.model_copy(update={"window_budget_tokens": budget, "chars_per_token": self.chars_per_token})
 
     def observe(self, request: ModelRequest, input_tokens: int) -> None:
         """Correct the characters-per-token ratio from the input tokens the API counted."""

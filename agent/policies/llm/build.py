@@ -41,16 +41,23 @@ def make_provider(settings: LlmSettings, environ: Mapping[str, str] | None = Non
     return OpenAIProvider(settings, key)
 
 
-def build_llm_policy(settings: LlmSettings, *, on_retry: Callable[[int, float, str], None] | None = None,
-                     environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
-                     cost_limited: bool = False) -> LlmPolicy:
+def build_llm_policy(
+    settings: LlmSettings,
+    *,
+    on_retry: Callable[[int, float, str], None] | None = None,
+    environ: Mapping[str, str] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    cost_limited: bool = False,
+) -> LlmPolicy:
     """The policy the wiring runs. Raises :class:`UsageError` when no API key is found, or when the model's
     price is unknown and the run has an explicit cost limit (``cost_limited``). ``environ`` replaces
     ``os.environ`` for the key lookup; ``sleep`` is how retry waits are spent."""
     policy = LlmPolicy(settings, make_provider(settings, environ), on_retry=on_retry, sleep=sleep)
     if policy.price.unknown and cost_limited:
         policy.close()
-        raise UsageError(f"the price of model {policy.provider.model} is unknown, so a cost limit cannot be "
-                         f"kept: add [llm.prices.\"{policy.provider.model}\"] (input and output in USD per "
-                         "million tokens) to the configuration, or run without --max-cost-usd")
+        raise UsageError(
+            f"the price of model {policy.provider.model} is unknown, so a cost limit cannot be "
+            f'kept: add [llm.prices."{policy.provider.model}"] (input and output in USD per '
+            "million tokens) to the configuration, or run without --max-cost-usd"
+        )
     return policy

@@ -47,17 +47,20 @@ ASK_HUMAN_DESCRIPTION = (
     "needs information, access, hardware action or a decision that only a human can give. Always include "
     "the evidence you gathered and your best hypothesis. The run pauses until the operator answers; the "
     "answer comes back as this call's result. Call it alone, not together with other tools. Blocks: until the "
-    "operator answers (the run pauses and resumes with the answer).")
+    "operator answers (the run pauses and resumes with the answer)."
+)
 # The same words close the system prompt (prompts/system.md, "Finishing"); a test keeps them equal.
 FINISH_CRITERIA = (
     "Call `finish` only when the goal is met: the server is up and answers correctly (check_correctness "
     "passed after the last change), the benchmark numbers the goal asks for are measured and recorded in "
     "the state document, and the state document tells the story; or when the goal is proven impossible "
-    "with evidence already shown.")
+    "with evidence already shown."
+)
 FINISH_DESCRIPTION = (
     f"End the run. {FINISH_CRITERIA} Give a summary with the measured results, the exact launch "
     "configuration, what is still open and how to reproduce it. Call it alone, after you have seen the "
-    "results of earlier calls. Blocks: no time (the run ends).")
+    "results of earlier calls. Blocks: no time (the run ends)."
+)
 
 
 @functools.cache

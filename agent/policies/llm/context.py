@@ -67,10 +67,11 @@ def compact(window: list[AssistantTurn | UserTurn], settings: ContextSettings) -
 
 def _drop_superseded_states(turns: list[AssistantTurn | UserTurn]) -> int:
     """Replace the state parts older than the newest whole state document with a one-line note."""
-    latest = max((index for index, turn in enumerate(turns) if isinstance(turn, UserTurn) and turn.state_full),
-                 default=-1)
+    latest = max(
+        (index for index, turn in enumerate(turns) if isinstance(turn, UserTurn) and turn.state_full), default=-1
+    )
     count = 0
-    for turn in turns[:max(latest, 0)]:
+    for turn in turns[: max(latest, 0)]:
         if isinstance(turn, UserTurn) and turn.state and not turn.state.startswith("[state"):
             turn.state = f"[state document of step {turn.step} left out: a newer one follows]"
             turn.state_full = False
@@ -78,8 +79,12 @@ def _drop_superseded_states(turns: list[AssistantTurn | UserTurn]) -> int:
     return count
 
 
-def _prune(candidates: list[AssistantTurn | UserTurn], window: list[AssistantTurn | UserTurn], target: int,
-           settings: ContextSettings) -> int:
+def _prune(
+    candidates: list[AssistantTurn | UserTurn],
+    window: list[AssistantTurn | UserTurn],
+    target: int,
+    settings: ContextSettings,
+) -> int:
     """Shorten tool outputs (and long notes) in ``candidates``, oldest first, until the window fits."""
     count = 0
     for turn in candidates:

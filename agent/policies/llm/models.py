@@ -27,14 +27,14 @@ from pydantic import BaseModel, Field
 
 Wire = str  # "anthropic", "chat" or "responses"
 
-_OPENAI_RESPONSES_ONLY = re.compile(
-    r"^(gpt-5\.([4-9]|\d\d)|gpt-[6-9]|gpt-\d\d|o\d+-pro|gpt-5(\.\d+)?-(pro|codex))")
+_OPENAI_RESPONSES_ONLY = re.compile(r"^(gpt-5\.([4-9]|\d\d)|gpt-[6-9]|gpt-\d\d|o\d+-pro|gpt-5(\.\d+)?-(pro|codex))")
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-[5-9]|gpt-\d\d)")
 _OPENAI_NO_EFFORT_NONE = re.compile(r"^(gpt-6(\.\d+)?-astra|gpt-6\.1-sol)")
 _CLAUDE_ADAPTIVE_ONLY = re.compile(r"^claude-(fable|mythos|opus-5|sonnet-5|haiku-5|opus-4-[78])")
 _CLAUDE_ADAPTIVE = re.compile(r"^claude-(fable|mythos|opus-5|sonnet-5|haiku-5|opus-4-[678]|sonnet-4-6)")
 _CLAUDE_PRESERVED = re.compile(
-    r"^claude-((fable|mythos)-5-([1-9]|\d\d)|(opus|sonnet|haiku)-5-([5-9]|\d\d)|(fable|mythos|opus|sonnet|haiku)-[6-9])")
+    r"^claude-((fable|mythos)-5-([1-9]|\d\d)|(opus|sonnet|haiku)-5-([5-9]|\d\d)|(fable|mythos|opus|sonnet|haiku)-[6-9])"
+)
 
 
 @dataclass(frozen=True)
@@ -63,19 +63,32 @@ class ServerFacts(BaseModel):
 def openai_profile(model: str) -> ModelProfile:
     name = model.rsplit("/", 1)[-1].lower()
     reasoning = bool(_OPENAI_REASONING.match(name)) and "-chat" not in name
-    window, output = (1_050_000, 128_000) if re.match(r"^gpt-(5\.[5-9]|[6-9])", name) else (
-        (400_000, 128_000) if name.startswith("gpt-5") else (0, 0))
-    return ModelProfile(name=model, reasoning=reasoning, responses_for_tools=bool(_OPENAI_RESPONSES_ONLY.match(name)),
-                        effort_none_allowed=not _OPENAI_NO_EFFORT_NONE.match(name), context_window=window,
-                        max_output=output)
+    window, output = (
+        (1_050_000, 128_000)
+        if re.match(r"^gpt-(5\.[5-9]|[6-9])", name)
+        else ((400_000, 128_000) if name.startswith("gpt-5") else (0, 0))
+    )
+    return ModelProfile(
+        name=model,
+        reasoning=reasoning,
+        responses_for_tools=bool(_OPENAI_RESPONSES_ONLY.match(name)),
+        effort_none_allowed=not _OPENAI_NO_EFFORT_NONE.match(name),
+        context_window=window,
+        max_output=output,
+    )
 
 
 def anthropic_profile(model: str) -> ModelProfile:
     name = model.lower()
-    return ModelProfile(name=model, reasoning=True, adaptive_thinking=bool(_CLAUDE_ADAPTIVE.match(name)),
-                        adaptive_only=bool(_CLAUDE_ADAPTIVE_ONLY.match(name)),
-                        preserved_thinking=bool(_CLAUDE_PRESERVED.match(name)), context_window=200_000,
-                        max_output=32_000)
+    return ModelProfile(
+        name=model,
+        reasoning=True,
+        adaptive_thinking=bool(_CLAUDE_ADAPTIVE.match(name)),
+        adaptive_only=bool(_CLAUDE_ADAPTIVE_ONLY.match(name)),
+        preserved_thinking=bool(_CLAUDE_PRESERVED.match(name)),
+        context_window=200_000,
+        max_output=32_000,
+    )
 
 
 def profile_for(provider: str, model: str) -> ModelProfile:

@@ -32,8 +32,9 @@ class OpenAIProvider:
         self.reasoning = settings.reasoning_model if settings.reasoning_model is not None else self.profile.reasoning
         if settings.effort == "none" and not self.profile.effort_none_allowed:
             raise UsageError(f"{self.model} accepts no reasoning effort 'none'; choose minimal, low or higher")
-        self.client = openai.OpenAI(api_key=api_key, base_url=settings.base_url, max_retries=0,
-                                    timeout=settings.request_timeout_seconds)
+        self.client = openai.OpenAI(
+            api_key=api_key, base_url=settings.base_url, max_retries=0, timeout=settings.request_timeout_seconds
+        )
 
     def _sampling(self, arguments: dict[str, Any]) -> None:
         # Reasoning models refuse sampling parameters unless reasoning is off (effort none).
@@ -58,8 +59,12 @@ class OpenAIProvider:
         return arguments
 
     def responses_arguments(self, request: ModelRequest) -> dict[str, Any]:
-        arguments: dict[str, Any] = {"model": self.model, "store": False, "include": wire_responses.INCLUDE,
-                                     **wire_responses.request_parameters(request)}
+        arguments: dict[str, Any] = {
+            "model": self.model,
+            "store": False,
+            "include": wire_responses.INCLUDE,
+            **wire_responses.request_parameters(request),
+        }
         if not arguments["tools"]:
             del arguments["tools"]
         if self.settings.max_output_tokens is not None:

@@ -42,17 +42,25 @@ from prompts import load_prompt
 
 MARK_KEY = "llm_transcript"
 MAX_DIGESTS = 20
-INTRO = ("Work towards the goal in the state document. The state document closes this message; later "
-         "messages carry what changed in it. Earlier turns of this conversation may have been folded into "
-         "its digests.")
-NO_TRANSCRIPT = ("This run was resumed from the state document alone: the earlier conversation is not "
-                 "available ({reason}). Rebuild your picture from the state document (tasks, findings, "
-                 "processes, next steps) and verify anything that may have changed before acting on it.")
-NO_TOOL_CALL = ("Your last reply called no tool. Continue with the next tool call; call ask_human only if "
-                "truly blocked (with evidence), or finish if the goal is met.")
+INTRO = (
+    "Work towards the goal in the state document. The state document closes this message; later "
+    "messages carry what changed in it. Earlier turns of this conversation may have been folded into "
+    "its digests."
+)
+NO_TRANSCRIPT = (
+    "This run was resumed from the state document alone: the earlier conversation is not "
+    "available ({reason}). Rebuild your picture from the state document (tasks, findings, "
+    "processes, next steps) and verify anything that may have changed before acting on it."
+)
+NO_TOOL_CALL = (
+    "Your last reply called no tool. Continue with the next tool call; call ask_human only if "
+    "truly blocked (with evidence), or finish if the goal is met."
+)
 CUT_OFF = "Your last reply was cut off at the output token limit; keep replies and tool arguments shorter."
-ALONE = ("{name} was not acted on: call ask_human or finish alone, in a message of its own, after you "
-         "have seen the results of your other calls.")
+ALONE = (
+    "{name} was not acted on: call ask_human or finish alone, in a message of its own, after you "
+    "have seen the results of your other calls."
+)
 REPLAYABLE = ("thinking", "redacted_thinking", "reasoning_item")
 
 
@@ -93,8 +101,13 @@ class LlmPolicy:
             ask = unavailable_ask(reply, self.provider.name, self.provider.model, self.settings.base_url)
             return Decision(thought=reply.message, actions=[ask])
         transcript.append_turn(self.window[-1])
-        assistant = AssistantTurn(step=view.state.step, text=reply.text, reasoning=reply.reasoning,
-                                  calls=unique_ids(reply.calls, self._call_ids), source=self.source)
+        assistant = AssistantTurn(
+            step=view.state.step,
+            text=reply.text,
+            reasoning=reply.reasoning,
+            calls=unique_ids(reply.calls, self._call_ids),
+            source=self.source,
+        )
         self._call_ids.update(call.id for call in assistant.calls)
         self._append(transcript, assistant)
         special = self._special_ask(assistant, reply, view)
@@ -115,8 +128,12 @@ class LlmPolicy:
         while True:
             request = self.build_request(view)
             try:
-                reply = call_with_retries(functools.partial(self.provider.complete, request),
-                                          self.settings.retry, sleep=self._sleep, on_retry=self._on_retry)
+                reply = call_with_retries(
+                    functools.partial(self.provider.complete, request),
+                    self.settings.retry,
+                    sleep=self._sleep,
+                    on_retry=self._on_retry,
+                )
             except ModelUnavailable as failure:
                 if context_exceeded(failure) and self._shrink(transcript, view):
                     continue
@@ -139,13 +156,20 @@ class LlmPolicy:
     def build_request(self, view: PolicyView) -> ModelRequest:
         """System prompt, tools, and the window (whose last user turn closes with the state document);
         reasoning is replayed only to the wire and model that produced it."""
-        window = [turn.model_copy(update={"reasoning": []})
-                  if isinstance(turn, AssistantTurn) and turn.reasoning and turn.source != self.source else turn
-                  for turn in self.window]
+        window = [
+            turn.model_copy(update={"reasoning": []})
+            if isinstance(turn, AssistantTurn) and turn.reasoning and turn.source != self.source
+            else turn
+            for turn in self.window
+        ]
         turns = paired_results([UserTurn(step=0, notes=[INTRO]), *window])
-        return ModelRequest(system=self.system_prompt, tools=[*view.tool_schemas, *policy_tool_schemas()],
-                            turns=turns, cache_breakpoints=[len(turns) - 2, len(turns) - 4],
-                            cache_key=view.state.run_id)
+        return ModelRequest(
+            system=self.system_prompt,
+            tools=[*view.tool_schemas, *policy_tool_schemas()],
+            turns=turns,
+            cache_breakpoints=[len(turns) - 2, len(turns) - 4],
+            cache_key=view.state.run_id,
+        )
 
     def close(self) -> None:
         self.provider.close()
@@ -211,10 +235,14 @@ class LlmPolicy:
         if markup is None:
             return None
         question, hypothesis = parser_ask_text(markup, self.settings.base_url, self.provider.model)
-        return Ask(question=question, context="The model tried to call a tool; the server did not parse it.",
-                   evidence=[f"model reply: {' '.join(reply.text.split())[:400]}"], hypothesis=hypothesis,
-                   options=["restart the server with its tool-call parser, then resume", "switch model"],
-                   question_kind="model_unavailable")
+        return Ask(
+            question=question,
+            context="The model tried to call a tool; the server did not parse it.",
+            evidence=[f"model reply: {' '.join(reply.text.split())[:400]}"],
+            hypothesis=hypothesis,
+            options=["restart the server with its tool-call parser, then resume", "switch model"],
+            question_kind="model_unavailable",
+        )
 
     def _actions(self, turn: AssistantTurn) -> tuple[list[Action], list[ToolResultRecord], list[str]]:
         """Actions for the loop, results the policy gives itself, and notes for the next user turn."""
@@ -250,9 +278,12 @@ class LlmPolicy:
 
 def _without_replay(window: list[AssistantTurn | UserTurn]) -> list[AssistantTurn | UserTurn]:
     """The window without reasoning that must match what came before it (thinking, reasoning items)."""
-    return [turn.model_copy(update={"reasoning": [record for record in turn.reasoning
-                                                  if record.kind not in REPLAYABLE]})
-            if isinstance(turn, AssistantTurn) and turn.reasoning else turn for turn in window]
+    return [
+        turn.model_copy(update={"reasoning": [record for record in turn.reasoning if record.kind not in REPLAYABLE]})
+        if isinstance(turn, AssistantTurn) and turn.reasoning
+        else turn
+        for turn in window
+    ]
 
 
 def _saved_mark(view: PolicyView) -> TranscriptMark | None:

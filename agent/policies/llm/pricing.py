@@ -114,6 +114,11 @@ def cost_usd(tokens: TokenCounts, price: ModelPrice) -> float:
     hour_write = price.cache_write_1h if price.cache_write_1h is not None else 2 * price.input
     short_writes = max(tokens.cache_write_tokens - tokens.cache_write_1h_tokens, 0)
     plain_input = max(tokens.input_tokens - tokens.cache_read_tokens - tokens.cache_write_tokens, 0)
-    total = (plain_input * price.input + tokens.cache_read_tokens * cache_read + short_writes * cache_write
-             + tokens.cache_write_1h_tokens * hour_write + tokens.output_tokens * price.output)
+    total = (
+        plain_input * price.input
+        + tokens.cache_read_tokens * cache_read
+        + short_writes * cache_write
+        + tokens.cache_write_1h_tokens * hour_write
+        + tokens.output_tokens * price.output
+    )
     return total / 1_000_000

@@ -30,8 +30,9 @@ def _parameters(function: Callable[..., Any]) -> frozenset[str]:
 def split_arguments(function: Callable[..., Any], arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` with the ones ``function`` does not name moved into ``extra_body``."""
     known = _parameters(function)
-    if not known or any(parameter.kind == inspect.Parameter.VAR_KEYWORD
-                        for parameter in inspect.signature(function).parameters.values()):
+    if not known or any(
+        parameter.kind == inspect.Parameter.VAR_KEYWORD for parameter in inspect.signature(function).parameters.values()
+    ):
         return arguments
     direct = {key: value for key, value in arguments.items() if key in known}
     extra = {key: value for key, value in arguments.items() if key not in known}

@@ -54,5 +54,7 @@ class StateTracker:
             changed.append(f"## {title}\n(now empty)")
         self.seen = {**self.seen, **sections}
         body = "\n\n".join(changed) or "Nothing changed in the state document since the last message."
-        return (f"{UPDATE_OPEN}\nChanges to the state document since your last message (the whole document is "
-                f"further up in this conversation):\n{body}\n{UPDATE_CLOSE}"), False
+        return (
+            f"{UPDATE_OPEN}\nChanges to the state document since your last message (the whole document is "
+            f"further up in this conversation):\n{body}\n{UPDATE_CLOSE}"
+        ), False

@@ -42,12 +42,12 @@ def findings_sections(state: ProjectState, factor: float = 1.0) -> Sections:
     keep = max(3, int(RECENT_FINDINGS * factor))
     recent = others[-keep:]
     older = len(others) - len(recent) + state.history.moved.get("findings", 0)
-    tail = ([f"({older} older findings are in the state document and its journal on disk.)"] if older else [])
+    tail = [f"({older} older findings are in the state document and its journal on disk.)"] if older else []
     sections = {
         "Pinned findings": "\n".join(_finding_lines(pinned, 3)) or "None pinned yet.",
         "Recent findings": "\n".join(tail + _finding_lines(recent, 3)) or "Nothing yet.",
     }
-    digests = list(state.loop.policy_state.get(DIGESTS_KEY) or [])[-max(2, int(10 * factor)):]
+    digests = list(state.loop.policy_state.get(DIGESTS_KEY) or [])[-max(2, int(10 * factor)) :]
     if digests:
         lines = [f"- {item.get('summary', '')}" for item in digests]
         lines += [f"    - {line}" for line in (digests[-1].get("evidence") or [])]
@@ -57,9 +57,11 @@ def findings_sections(state: ProjectState, factor: float = 1.0) -> Sections:
 
 def budget_left(state: ProjectState) -> str:
     usage, limits = state.usage, state.limits
-    return (f"Left before the run stops to ask: {max(limits.max_steps - state.step, 0)} steps, "
-            f"{max(limits.max_wall_seconds - usage.wall_seconds, 0):.0f} s, "
-            f"${max(limits.max_cost_usd - usage.cost_usd, 0):.2f}.")
+    return (
+        f"Left before the run stops to ask: {max(limits.max_steps - state.step, 0)} steps, "
+        f"{max(limits.max_wall_seconds - usage.wall_seconds, 0):.0f} s, "
+        f"${max(limits.max_cost_usd - usage.cost_usd, 0):.2f}."
+    )
 
 
 def _bounded_copy(state: ProjectState, factor: float) -> tuple[ProjectState, dict[str, int]]:
@@ -95,8 +97,11 @@ def state_sections(state: ProjectState, state_dir: Path, max_chars: int) -> Sect
         sections = split_sections(render_status(copy, state_dir, holder_pid=os.getpid()))
         findings = findings_sections(state, factor)
         sections.pop(FINDINGS_HEADING, None)
-        sections = {**{key: value for key, value in sections.items() if key != "Budget"}, **findings,
-                    "Budget": f"{sections.get('Budget', '')}\n{budget_left(state)}"}
+        sections = {
+            **{key: value for key, value in sections.items() if key != "Budget"},
+            **findings,
+            "Budget": f"{sections.get('Budget', '')}\n{budget_left(state)}",
+        }
         if omitted:
             counts = ", ".join(f"{count} older {name}" for name, count in omitted.items())
             sections["Left out"] = f"{counts} are kept in the full state document on disk."

@@ -24,7 +24,7 @@ def written_tool_call(text: str, tool_names: list[str]) -> str | None:
     """The markup found when ``text`` holds a tool call in a known template that names an offered tool."""
     for marker in MARKERS:
         match = marker.search(text)
-        if match and any(name in text[match.start():] for name in tool_names):
+        if match and any(name in text[match.start() :] for name in tool_names):
             return match.group(0)
     return None
 
@@ -32,11 +32,15 @@ def written_tool_call(text: str, tool_names: list[str]) -> str | None:
 def parser_ask_text(markup: str, base_url: str | None, model: str) -> tuple[str, str]:
     """The question and hypothesis for the operator when a server returned tool calls as text."""
     where = f"the server at {base_url}" if base_url else "the model server"
-    question = (f"{where} returned the model's tool calls as plain text ({markup!r}) instead of structured "
-                "tool calls. Please restart it with its tool-call parser enabled (SGLang: --tool-call-parser "
-                "NAME, e.g. qwen25, kimi_k2, deepseekv31, hermes; vLLM: --enable-auto-tool-choice "
-                "--tool-call-parser NAME, e.g. hermes, kimi_k2, deepseek_v31), and for a reasoning model its "
-                "--reasoning-parser too; then resume.")
-    hypothesis = (f"{model} writes tool calls in its chat template's markup; without a parser the server "
-                  "cannot turn them into tool_calls, so every step looks like a reply without a tool call.")
+    question = (
+        f"{where} returned the model's tool calls as plain text ({markup!r}) instead of structured "
+        "tool calls. Please restart it with its tool-call parser enabled (SGLang: --tool-call-parser "
+        "NAME, e.g. qwen25, kimi_k2, deepseekv31, hermes; vLLM: --enable-auto-tool-choice "
+        "--tool-call-parser NAME, e.g. hermes, kimi_k2, deepseek_v31), and for a reasoning model its "
+        "--reasoning-parser too; then resume."
+    )
+    hypothesis = (
+        f"{model} writes tool calls in its chat template's markup; without a parser the server "
+        "cannot turn them into tool_calls, so every step looks like a reply without a tool call."
+    )
     return question, hypothesis

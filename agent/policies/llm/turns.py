@@ -86,12 +86,15 @@ def arguments_json(arguments: dict[str, Any] | str) -> str:
 def turn_chars(turn: AssistantTurn | UserTurn) -> int:
     """Characters this turn adds to a prompt (the basis of the token estimate)."""
     if isinstance(turn, AssistantTurn):
-        reasoning = sum(len(record.text) + len(record.signature) // 2 + sum(map(len, record.summary))
-                        for record in turn.reasoning)
-        return len(turn.text) + reasoning + sum(len(call.name) + len(arguments_json(call.arguments)) + 40
-                                                for call in turn.calls)
-    return (sum(len(result.content) + 60 for result in turn.results)
-            + sum(len(text) + 10 for text in turn.texts()))
+        reasoning = sum(
+            len(record.text) + len(record.signature) // 2 + sum(map(len, record.summary)) for record in turn.reasoning
+        )
+        return (
+            len(turn.text)
+            + reasoning
+            + sum(len(call.name) + len(arguments_json(call.arguments)) + 40 for call in turn.calls)
+        )
+    return sum(len(result.content) + 60 for result in turn.results) + sum(len(text) + 10 for text in turn.texts())
 
 
 def estimate_tokens(chars: int, chars_per_token: float) -> int:
@@ -104,14 +107,22 @@ def merge_turns(turns: list[AssistantTurn | UserTurn]) -> list[AssistantTurn | U
     for turn in turns:
         previous = merged[-1] if merged else None
         if isinstance(turn, UserTurn) and isinstance(previous, UserTurn):
-            merged[-1] = UserTurn(step=previous.step, results=[*previous.results, *turn.results],
-                                  notes=[*previous.texts(), *turn.notes], state=turn.state,
-                                  state_full=turn.state_full)
+            merged[-1] = UserTurn(
+                step=previous.step,
+                results=[*previous.results, *turn.results],
+                notes=[*previous.texts(), *turn.notes],
+                state=turn.state,
+                state_full=turn.state_full,
+            )
         elif isinstance(turn, AssistantTurn) and isinstance(previous, AssistantTurn):
             text = "\n\n".join(part for part in (previous.text, turn.text) if part)
-            merged[-1] = AssistantTurn(step=turn.step, text=text, calls=[*previous.calls, *turn.calls],
-                                       reasoning=[*previous.reasoning, *turn.reasoning],
-                                       source=turn.source if turn.source == previous.source else "")
+            merged[-1] = AssistantTurn(
+                step=turn.step,
+                text=text,
+                calls=[*previous.calls, *turn.calls],
+                reasoning=[*previous.reasoning, *turn.reasoning],
+                source=turn.source if turn.source == previous.source else "",
+            )
         else:
             merged.append(turn)
     return merged
@@ -145,8 +156,15 @@ def paired_results(turns: list[AssistantTurn | UserTurn]) -> list[AssistantTurn 
             matched += _missing_results(previous, {result.call_id for result in matched})
             order = {call.id: position for position, call in enumerate(previous.calls)}
             matched.sort(key=lambda result: order[result.call_id])
-        fixed.append(UserTurn(step=turn.step, results=matched, notes=[*orphans, *turn.notes], state=turn.state,
-                              state_full=turn.state_full))
+        fixed.append(
+            UserTurn(
+                step=turn.step,
+                results=matched,
+                notes=[*orphans, *turn.notes],
+                state=turn.state,
+                state_full=turn.state_full,
+            )
+        )
     return fixed
 
 

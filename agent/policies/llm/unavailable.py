@@ -13,8 +13,11 @@ MAX_EVIDENCE_LINES = 10
 REFUSALS = ("refusal", "content_filter")
 # How APIs and servers say the prompt is too long: OpenAI's error code, Anthropic's "prompt is too long",
 # vLLM's "maximum context length is", SGLang's "longer than the model's context length".
-CONTEXT_EXCEEDED = re.compile(r"context_length_exceeded|prompt is too long|maximum context length|"
-                              r"context length|context window", re.IGNORECASE)
+CONTEXT_EXCEEDED = re.compile(
+    r"context_length_exceeded|prompt is too long|maximum context length|"
+    r"context length|context window",
+    re.IGNORECASE,
+)
 
 
 def context_exceeded(failure: ModelUnavailable) -> bool:
@@ -29,8 +32,10 @@ def _hypothesis(failure: ModelUnavailable, provider: str) -> str:
     if code == 404:
         return "The model name or the base URL is wrong (the server does not know this model or path)."
     if code == 400 and "/v1/responses" in failure.message:
-        return ("This model takes function tools only on the Responses API; use --wire responses (or "
-                "llm.wire = \"responses\"), or set the reasoning effort to none.")
+        return (
+            "This model takes function tools only on the Responses API; use --wire responses (or "
+            'llm.wire = "responses"), or set the reasoning effort to none.'
+        )
     if code in (400, 413, 422):
         return (
             "The server rejected the request itself: the prompt may exceed the model's context window, "
@@ -77,12 +82,13 @@ def refusal_ask(reply: ModelReply, provider: str) -> Ask:
     if reply.refusal_explanation and reply.refusal_explanation not in said:
         evidence.append(f"explanation: {' '.join(reply.refusal_explanation.split())[:500]}")
     return Ask(
-        question=(f"The {provider} model declined to continue (stop reason: {reply.stop_reason}{category}). "
-                  "How should I proceed?"),
+        question=(
+            f"The {provider} model declined to continue (stop reason: {reply.stop_reason}{category}). "
+            "How should I proceed?"
+        ),
         context="A refusal is not retried: asking again with the same conversation gets the same answer.",
         evidence=evidence,
-        options=["rephrase the goal or answer with guidance, then resume", "switch model, then resume",
-                 "stop the run"],
+        options=["rephrase the goal or answer with guidance, then resume", "switch model, then resume", "stop the run"],
         hypothesis="Something in the goal, a tool output or a log excerpt tripped the provider's safety filter.",
         question_kind="model_refusal",
     )

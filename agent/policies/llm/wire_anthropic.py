@@ -28,8 +28,14 @@ def request_parameters(request: ModelRequest, stable_ttl: str = "1h") -> dict[st
     prompt) carries a breakpoint with ``stable_ttl``; the turns the request names as reusable carry
     5-minute ones (the API wants longer lifetimes before shorter ones, which this order keeps)."""
     stable = {"type": "ephemeral", "ttl": stable_ttl} if stable_ttl != "5m" else EPHEMERAL
-    tools = [{"name": tool["name"], "description": tool.get("description", ""),
-              "input_schema": tool.get("input_schema", {"type": "object"})} for tool in request.tools]
+    tools = [
+        {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "input_schema": tool.get("input_schema", {"type": "object"}),
+        }
+        for tool in request.tools
+    ]
     if tools:
         tools[-1]["cache_control"] = stable
     system = [{"type": "text", "text": request.system, "cache_control": stable}]
@@ -62,8 +68,14 @@ def _message(turn: AssistantTurn | UserTurn) -> dict[str, Any]:
             blocks.append({"type": "text", "text": "(no reply)"})
         return {"role": "assistant", "content": blocks}
     for result in turn.results:
-        blocks.append({"type": "tool_result", "tool_use_id": result.call_id,
-                       "content": result.content or "(empty)", "is_error": result.is_error})
+        blocks.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": result.call_id,
+                "content": result.content or "(empty)",
+                "is_error": result.is_error,
+            }
+        )
     blocks.extend({"type": "text", "text": text} for text in turn.texts())
     if not blocks:
         blocks.append({"type": "text", "text": "Continue."})
@@ -91,8 +103,13 @@ def tokens_from(usage: Any) -> TokenCounts:
     written = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
     creation = getattr(usage, "cache_creation", None)
     hour = int(field_of(creation, "ephemeral_1h_input_tokens") or 0) if creation is not None else 0
-    return TokenCounts(input_tokens=uncached + read + written, output_tokens=int(usage.output_tokens or 0),
-                       cache_read_tokens=read, cache_write_tokens=written, cache_write_1h_tokens=min(hour, written))
+    return TokenCounts(
+        input_tokens=uncached + read + written,
+        output_tokens=int(usage.output_tokens or 0),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        cache_write_1h_tokens=min(hour, written),
+    )
 
 
 def field_of(value: Any, name: str) -> Any:
@@ -122,9 +139,16 @@ def reply_from_message(message: Any) -> ModelReply:
         elif kind == "redacted_thinking":
             reasoning.append(ReasoningRecord(kind="redacted_thinking", signature=block.data))
     category, explanation = _refusal(field_of(message, "stop_details"))
-    return ModelReply(text="\n".join(text_parts), calls=calls, reasoning=reasoning,
-                      stop_reason=message.stop_reason or "", refusal_category=category,
-                      refusal_explanation=explanation, tokens=tokens_from(message.usage), model=message.model)
+    return ModelReply(
+        text="\n".join(text_parts),
+        calls=calls,
+        reasoning=reasoning,
+        stop_reason=message.stop_reason or "",
+        refusal_category=category,
+        refusal_explanation=explanation,
+        tokens=tokens_from(message.usage),
+        model=message.model,
+    )
 
 
 class StreamAccumulator:
@@ -159,9 +183,12 @@ class StreamAccumulator:
         if block is None:
             raise IncompleteResponse(f"stream delta for content block {event.index}, which never started")
         delta = event.delta
-        field = {"text_delta": ("text", "text"), "input_json_delta": ("json", "partial_json"),
-                 "thinking_delta": ("thinking", "thinking"),
-                 "signature_delta": ("signature", "signature")}.get(getattr(delta, "type", ""))
+        field = {
+            "text_delta": ("text", "text"),
+            "input_json_delta": ("json", "partial_json"),
+            "thinking_delta": ("thinking", "thinking"),
+            "signature_delta": ("signature", "signature"),
+        }.get(getattr(delta, "type", ""))
         if field is not None:
             block[field[0]] = block.get(field[0], "") + (getattr(delta, field[1], "") or "")
 
@@ -172,9 +199,13 @@ class StreamAccumulator:
         if getattr(usage, "input_tokens", None) is not None:
             read_count = read if read is not None else self.usage.cache_read_tokens
             written_count = written if written is not None else self.usage.cache_write_tokens
-            self.usage = self.usage.model_copy(update={
-                "input_tokens": usage.input_tokens + read_count + written_count,
-                "cache_read_tokens": read_count, "cache_write_tokens": written_count})
+            self.usage = self.usage.model_copy(
+                update={
+                    "input_tokens": usage.input_tokens + read_count + written_count,
+                    "cache_read_tokens": read_count,
+                    "cache_write_tokens": written_count,
+                }
+            )
         self.usage = self.usage.model_copy(update={"output_tokens": usage.output_tokens})
 
     def reply(self) -> ModelReply:
@@ -188,16 +219,23 @@ class StreamAccumulator:
             if block["kind"] == "text":
                 text_parts.append(block["text"])
             elif block["kind"] == "tool_use":
-                calls.append(ToolCallRecord(id=block["id"], name=block["name"],
-                                            arguments=parse_arguments(block["json"])))
+                calls.append(
+                    ToolCallRecord(id=block["id"], name=block["name"], arguments=parse_arguments(block["json"]))
+                )
             elif block["kind"] == "thinking":
-                reasoning.append(ReasoningRecord(kind="thinking", text=block["thinking"],
-                                                 signature=block["signature"]))
+                reasoning.append(ReasoningRecord(kind="thinking", text=block["thinking"], signature=block["signature"]))
             elif block["kind"] == "redacted_thinking":
                 reasoning.append(ReasoningRecord(kind="redacted_thinking", signature=block["data"]))
-        return ModelReply(text="\n".join(text_parts), calls=calls, reasoning=reasoning,
-                          stop_reason=self.stop_reason, refusal_category=self.refusal[0],
-                          refusal_explanation=self.refusal[1], tokens=self.usage, model=self.model)
+        return ModelReply(
+            text="\n".join(text_parts),
+            calls=calls,
+            reasoning=reasoning,
+            stop_reason=self.stop_reason,
+            refusal_category=self.refusal[0],
+            refusal_explanation=self.refusal[1],
+            tokens=self.usage,
+            model=self.model,
+        )
 
 
 def _opening(block: Any) -> dict[str, Any]:

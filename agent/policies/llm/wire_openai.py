@@ -22,10 +22,17 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 def request_parameters(request: ModelRequest) -> dict[str, Any]:
     """``messages`` and ``tools`` for ``chat.completions.create``."""
-    tools = [{"type": "function",
-              "function": {"name": tool["name"], "description": tool.get("description", ""),
-                           "parameters": tool.get("input_schema", {"type": "object"})}}
-             for tool in request.tools]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "parameters": tool.get("input_schema", {"type": "object"}),
+            },
+        }
+        for tool in request.tools
+    ]
     field = reasoning_field(request.turns)
     messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
     for turn in request.turns:
@@ -56,19 +63,26 @@ def _messages(turn: AssistantTurn | UserTurn, field: str | None) -> list[dict[st
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.calls:
             message["tool_calls"] = [
-                {"id": call.id, "type": "function",
-                 "function": {"name": call.name, "arguments": wrapped_arguments(call.arguments)}}
-                for call in turn.calls]
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": wrapped_arguments(call.arguments)},
+                }
+                for call in turn.calls
+            ]
             if field is not None:
-                message[field] = "".join(record.text for record in turn.reasoning
-                                         if record.kind == "reasoning_content")
+                message[field] = "".join(record.text for record in turn.reasoning if record.kind == "reasoning_content")
         elif not turn.text:
             message["content"] = "(no reply)"
         return [message]
     messages: list[dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": result.call_id,
-         "content": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)")}
-        for result in turn.results]
+        {
+            "role": "tool",
+            "tool_call_id": result.call_id,
+            "content": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)"),
+        }
+        for result in turn.results
+    ]
     if turn.texts() or not messages:
         messages.append({"role": "user", "content": "\n\n".join(turn.texts()) or "Continue."})
     return messages
@@ -117,14 +131,21 @@ def reply_from_completion(completion: Any) -> ModelReply:
         function = getattr(call, "function", None)
         if function is None:
             continue
-        calls.append(ToolCallRecord(id=call.id or "", name=function.name or "",
-                                    arguments=parse_arguments(function.arguments)))
+        calls.append(
+            ToolCallRecord(id=call.id or "", name=function.name or "", arguments=parse_arguments(function.arguments))
+        )
     refusal = getattr(choice.message, "refusal", None) or ""
     stop = choice.finish_reason or ""
-    return ModelReply(text=choice.message.content or refusal, calls=calls, reasoning=_reasoning_of(choice.message),
-                      stop_reason="refusal" if refusal and not calls else stop,
-                      refusal_category=stop if stop == "content_filter" else "", refusal_explanation=refusal,
-                      tokens=tokens_from(completion.usage), model=completion.model or "")
+    return ModelReply(
+        text=choice.message.content or refusal,
+        calls=calls,
+        reasoning=_reasoning_of(choice.message),
+        stop_reason="refusal" if refusal and not calls else stop,
+        refusal_category=stop if stop == "content_filter" else "",
+        refusal_explanation=refusal,
+        tokens=tokens_from(completion.usage),
+        model=completion.model or "",
+    )
 
 
 class StreamAccumulator:
@@ -167,11 +188,21 @@ class StreamAccumulator:
     def reply(self) -> ModelReply:
         if not self.finish_reason:
             raise IncompleteResponse("the stream ended before a finish_reason")
-        calls = [ToolCallRecord(id=entry["id"], name=entry["name"], arguments=parse_arguments(entry["arguments"]))
-                 for _, entry in sorted(self.calls.items())]
-        reasoning = [ReasoningRecord(kind="reasoning_content", text="".join(parts), field=field)
-                     for field, parts in self.reasoning.items()][:1]
+        calls = [
+            ToolCallRecord(id=entry["id"], name=entry["name"], arguments=parse_arguments(entry["arguments"]))
+            for _, entry in sorted(self.calls.items())
+        ]
+        reasoning = [
+            ReasoningRecord(kind="reasoning_content", text="".join(parts), field=field)
+            for field, parts in self.reasoning.items()
+        ][:1]
         stop = self.finish_reason
-        return ModelReply(text="".join(self.text), calls=calls, reasoning=reasoning, stop_reason=stop,
-                          refusal_category=stop if stop == "content_filter" else "", tokens=self.tokens,
-                          model=self.model)
+        return ModelReply(
+            text="".join(self.text),
+            calls=calls,
+            reasoning=reasoning,
+            stop_reason=stop,
+            refusal_category=stop if stop == "content_filter" else "",
+            tokens=self.tokens,
+            model=self.model,
+        )

@@ -23,9 +23,16 @@ FINAL_EVENTS = ("response.completed", "response.incomplete")
 
 def request_parameters(request: ModelRequest) -> dict[str, Any]:
     """``instructions``, ``input`` and ``tools`` for ``responses.create``."""
-    tools = [{"type": "function", "name": tool["name"], "description": tool.get("description", ""),
-              "parameters": tool.get("input_schema", {"type": "object"}), "strict": False}
-             for tool in request.tools]
+    tools = [
+        {
+            "type": "function",
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "parameters": tool.get("input_schema", {"type": "object"}),
+            "strict": False,
+        }
+        for tool in request.tools
+    ]
     items: list[dict[str, Any]] = []
     for turn in request.turns:
         items.extend(_items(turn))
@@ -35,21 +42,49 @@ def request_parameters(request: ModelRequest) -> dict[str, Any]:
 def _items(turn: AssistantTurn | UserTurn) -> list[dict[str, Any]]:
     if isinstance(turn, AssistantTurn):
         items: list[dict[str, Any]] = [
-            {"type": "reasoning", "id": record.item_id, "encrypted_content": record.signature,
-             "summary": [{"type": "summary_text", "text": text} for text in record.summary]}
-            for record in turn.reasoning if record.kind == "reasoning_item"]
+            {
+                "type": "reasoning",
+                "id": record.item_id,
+                "encrypted_content": record.signature,
+                "summary": [{"type": "summary_text", "text": text} for text in record.summary],
+            }
+            for record in turn.reasoning
+            if record.kind == "reasoning_item"
+        ]
         if turn.text or not turn.calls:
-            items.append({"type": "message", "role": "assistant",
-                          "content": [{"type": "output_text", "text": turn.text or "(no reply)"}]})
-        items.extend({"type": "function_call", "call_id": call.id, "name": call.name,
-                      "arguments": wrapped_arguments(call.arguments)} for call in turn.calls)
+            items.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": turn.text or "(no reply)"}],
+                }
+            )
+        items.extend(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": wrapped_arguments(call.arguments),
+            }
+            for call in turn.calls
+        )
         return items
-    items = [{"type": "function_call_output", "call_id": result.call_id,
-              "output": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)")}
-             for result in turn.results]
+    items = [
+        {
+            "type": "function_call_output",
+            "call_id": result.call_id,
+            "output": (ERROR_PREFIX if result.is_error else "") + (result.content or "(empty)"),
+        }
+        for result in turn.results
+    ]
     if turn.texts() or not items:
-        items.append({"type": "message", "role": "user",
-                      "content": [{"type": "input_text", "text": "\n\n".join(turn.texts()) or "Continue."}]})
+        items.append(
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "\n\n".join(turn.texts()) or "Continue."}],
+            }
+        )
     return items
 
 
@@ -57,16 +92,24 @@ def tokens_from(usage: Any) -> TokenCounts:
     if usage is None:
         return TokenCounts()
     details = getattr(usage, "input_tokens_details", None)
-    return TokenCounts(input_tokens=int(usage.input_tokens or 0), output_tokens=int(usage.output_tokens or 0),
-                       cache_read_tokens=int(getattr(details, "cached_tokens", 0) or 0),
-                       cache_write_tokens=int(getattr(details, "cache_write_tokens", 0) or 0))
+    return TokenCounts(
+        input_tokens=int(usage.input_tokens or 0),
+        output_tokens=int(usage.output_tokens or 0),
+        cache_read_tokens=int(getattr(details, "cached_tokens", 0) or 0),
+        cache_write_tokens=int(getattr(details, "cache_write_tokens", 0) or 0),
+    )
 
 
 def _reasoning(item: Any) -> ReasoningRecord:
     summary = [str(getattr(part, "text", "")) for part in getattr(item, "summary", None) or []]
     content = "\n".join(str(getattr(part, "text", "")) for part in getattr(item, "content", None) or [])
-    return ReasoningRecord(kind="reasoning_item", item_id=item.id, summary=summary, text=content,
-                           signature=getattr(item, "encrypted_content", None) or "")
+    return ReasoningRecord(
+        kind="reasoning_item",
+        item_id=item.id,
+        summary=summary,
+        text=content,
+        signature=getattr(item, "encrypted_content", None) or "",
+    )
 
 
 def reply_from_response(response: Any) -> ModelReply:
@@ -87,11 +130,16 @@ def reply_from_response(response: Any) -> ModelReply:
                     refusals.append(part.refusal)
                 elif getattr(part, "type", "") == "output_text":
                     text.append(part.text)
-    return ModelReply(text="".join(text) or "\n".join(refusals), calls=calls, reasoning=reasoning,
-                      stop_reason=_stop_reason(response, calls, refusals),
-                      refusal_category="refusal" if refusals and not calls else _incomplete(response),
-                      refusal_explanation="\n".join(refusals), tokens=tokens_from(getattr(response, "usage", None)),
-                      model=getattr(response, "model", "") or "")
+    return ModelReply(
+        text="".join(text) or "\n".join(refusals),
+        calls=calls,
+        reasoning=reasoning,
+        stop_reason=_stop_reason(response, calls, refusals),
+        refusal_category="refusal" if refusals and not calls else _incomplete(response),
+        refusal_explanation="\n".join(refusals),
+        tokens=tokens_from(getattr(response, "usage", None)),
+        model=getattr(response, "model", "") or "",
+    )
 
 
 def _incomplete(response: Any) -> str:
