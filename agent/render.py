@@ -3,11 +3,15 @@ and the short report printed when a run stops."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent.escalation import answer_command, resume_command
 from agent.state import ProjectState, Question
+from tools.bench.runner import LevelReport
 from tools.records import BenchmarkRecord, Task
 
 MAX_FINDINGS = 30
@@ -47,9 +51,10 @@ def render_status(state: ProjectState, state_dir: Path, holder_pid: int | None =
 
 def render_report(state: ProjectState, state_dir: Path) -> str:
     """What a run prints when it stops: the outcome, the open question, and what to do next."""
+    report = f"; report with charts: {report_command(state_dir)}" if state.status == "done" else ""
     lines = [
         f"{state.status.upper()}: {state.goal} (run {state.run_id}, {state.step} steps, "
-        f"{state.usage.wall_seconds:.0f} s, ${state.usage.cost_usd:.2f})"
+        f"{state.usage.wall_seconds:.0f} s, ${state.usage.cost_usd:.2f}){report}"
     ]
     if state.summary:
         lines += ["", state.summary]
@@ -63,7 +68,46 @@ def render_report(state: ProjectState, state_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_command(state_dir: Path) -> str:
+    """The command that writes a run's report with its charts (named by the DONE line)."""
+    return f"agent report {shlex.quote(str(state_dir))} --html {shlex.quote(str(state_dir / 'report.html'))}"
+
+
 def benchmark_table(benchmarks: list[BenchmarkRecord]) -> str:
+    """The measured figures, one row per load level of each run_bench record; records of other shapes
+    (figures given as plain metrics) in a table of their own."""
+    measured = [(record, level) for record in benchmarks for level in _levels(record)]
+    plain = [record for record in benchmarks if not record.metrics.get("levels")]
+    tables = [_level_table(measured)] if measured else []
+    return "\n\n".join([*tables, _metric_table(plain)] if plain else tables)
+
+
+def _levels(record: BenchmarkRecord) -> list[LevelReport]:
+    levels = []
+    for raw in record.metrics.get("levels") or []:
+        try:
+            levels.append(LevelReport.model_validate(raw))
+        except ValidationError:
+            continue
+    return levels
+
+
+def _level_table(measured: list[tuple[BenchmarkRecord, LevelReport]]) -> str:
+    rows = [
+        "| benchmark | concurrency | completed | output tok/s | TTFT p50 / p99 ms | ITL p50 / p99 ms | accept length |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for record, level in measured:
+        accept = level.spec.accept_length if level.spec else None
+        rows.append(
+            f"| {record.label} (`{record.id}`) | {level.concurrency} | {level.completed}/{level.num_requests} | "
+            f"{level.output_throughput:.1f} | {_fixed(level.ttft_ms.median)} / {_fixed(level.ttft_ms.p99)} | "
+            f"{_fixed(level.itl_ms.median)} / {_fixed(level.itl_ms.p99)} | {_fixed(accept, 2)} |"
+        )
+    return "\n".join(rows)
+
+
+def _metric_table(benchmarks: list[BenchmarkRecord]) -> str:
     columns: list[str] = []
     for record in benchmarks:
         for key, value in record.metrics.items():
@@ -75,6 +119,10 @@ def benchmark_table(benchmarks: list[BenchmarkRecord]) -> str:
         cells = [_cell(record.metrics.get(column)) for column in columns]
         rows.append(f"| {record.label} (`{record.id}`) | " + " | ".join(cells) + " |")
     return "\n".join(rows)
+
+
+def _fixed(value: float | None, digits: int = 1) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
 
 
 def _cell(value: Any) -> str:

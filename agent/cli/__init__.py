@@ -14,6 +14,8 @@ from agent.cli import ask as ask
 from agent.cli import bench as bench
 from agent.cli import config_cmd as config_cmd
 from agent.cli import diagnose as diagnose
+from agent.cli import mcp_cmd as mcp_cmd
+from agent.cli import report_cmd as report_cmd
 from agent.cli import resume as resume
 from agent.cli import run as run
 from agent.cli import status as status
