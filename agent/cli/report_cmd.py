@@ -11,7 +11,6 @@ import typer
 from agent.cli.app import app
 from agent.cli.common import JsonOption, StateArgument, StateDirOption, locate, print_json, print_text, usage_errors
 from agent.events import UsageError
-from agent.render import report_command
 from agent.store import StateStore
 
 HtmlOption = Annotated[
@@ -35,7 +34,7 @@ def report(
         directory, file = locate(target, state_dir)
         state = StateStore(directory).load(file)
         html_path = html if html is not None or png is not None else directory / "report.html"
-        built = build_report(state, directory, report_command(directory))
+        built = build_report(state, directory)
         try:
             if html_path is not None:
                 write_atomic(html_path, built.html.encode("utf-8"))

@@ -20,12 +20,12 @@ class Report:
     charts: list[Chart]
 
 
-def build_report(state: ProjectState, state_dir: Path, command: str) -> Report:
-    """The page and its charts for the run in ``state_dir``; ``command`` is named at its foot."""
+def build_report(state: ProjectState, state_dir: Path) -> Report:
+    """The page and its charts for the run in ``state_dir``."""
     records = gather(state, state_dir)
     measured = points(records.benchmarks)
     charts = all_charts(measured, records.training)
-    return Report(html=render_page(records, measured, charts, command), charts=charts)
+    return Report(html=render_page(records, measured, charts, str(state_dir)), charts=charts)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

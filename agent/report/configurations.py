@@ -84,7 +84,9 @@ def change(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
     old, new = _flat(before), _flat(after)
     items = [f"{key}={new[key]}" for key in new if old.get(key) != new[key]]
     items += [f"{key} unset" for key in old if key not in new]
-    return ", ".join(items) or "same configuration"
+    # A new port alone is a remedy (the old one was taken); beside other changes it is only where it serves.
+    telling = [item for item in items if not item.startswith("port=")]
+    return ", ".join(telling or items) or "same configuration"
 
 
 def changes(launches: list[LaunchAttempt]) -> list[str]:

@@ -149,7 +149,7 @@ def _figure(chart: Chart) -> str:
     )
 
 
-def render_page(records: RunRecords, measured: list[Point], charts: list[Chart], command: str) -> str:
+def render_page(records: RunRecords, measured: list[Point], charts: list[Chart], source: str) -> str:
     state = records.state
     sections = [
         f"<h1>{_text(state.goal)}</h1>",
@@ -165,7 +165,8 @@ def render_page(records: RunRecords, measured: list[Point], charts: list[Chart],
         _benchmarks(measured),
         "<h2>Launch attempts</h2>",
         _attempts(records.launches),
-        f"<p><small>Made by <code>{_text(command)}</code> from the state document and its journal.</small></p>",
+        f"<p><small>Made by <code>agent report</code> from the state document and the journal in "
+        f"<code>{_text(source)}</code>.</small></p>",
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
