@@ -94,6 +94,13 @@ def test_stdio_lists_the_typed_tools_records_each_call_and_refuses_a_second_agen
             assert listed["launch_engine"].input_schema == LaunchEngineArgs.model_json_schema()
             assert listed["probe_system"].output_schema is not None
             await _probe_and_diagnose(client, state_dir)
+            lines: list[str] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                lines.append(message or "")
+
+            waited = await client.call_tool("wait", {"seconds": 0.2, "reason": "a look"}, progress_callback=on_progress)
+            assert structured(waited)["waited_seconds"] >= 0.2 and lines == ["waiting 0.2 s for a look"]
             invalid = await client.call_tool("launch_engine", {"config": {"engine": "tgi"}})
             assert invalid.is_error and "invalid arguments for launch_engine" in text_of(invalid)
 
@@ -112,12 +119,14 @@ def test_stdio_lists_the_typed_tools_records_each_call_and_refuses_a_second_agen
         ("result", "probe_system"),
         ("intent", "diagnose_log"),
         ("result", "diagnose_log"),
+        ("intent", "wait"),
+        ("result", "wait"),
         ("intent", "launch_engine"),
         ("result", "launch_engine"),
     ]
-    assert [record["result"]["ok"] for record in calls if record["kind"] == "result"] == [True, True, False]
+    assert [record["result"]["ok"] for record in calls if record["kind"] == "result"] == [True, True, True, False]
     document = json.loads((state_dir / "latest.json").read_text())
-    assert document["step"] == 3 and document["environment"]["host"] == "sim"
+    assert document["step"] == 4 and document["environment"]["host"] == "sim"
     assert document["run"]["simulated_scenario"] == SCENARIO
     assert run_agent("status", state_dir).returncode == 0  # the lock went with the server
 

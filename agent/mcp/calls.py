@@ -12,6 +12,8 @@ records an approval question and ends as :class:`ApprovalRequired`; the verdict 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,6 +25,7 @@ from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
 
 SOURCE = "mcp"
 Verdict = Literal["approve", "deny"]
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,10 @@ class McpCalls:
         self.store, self.state, self.context, self.registry = store, state, context, registry
         self._lock = threading.Lock()
 
-    def execute(self, name: str, arguments: dict[str, Any]) -> CallOutcome:
-        """Run one call; never raises for a tool's failure (it is an error result)."""
-        with self._lock:
+    def execute(self, name: str, arguments: dict[str, Any], progress: Progress | None = None) -> CallOutcome:
+        """Run one call; never raises for a tool's failure (it is an error result). ``progress`` also gets
+        the tool's progress lines (they still go to the server's own output)."""
+        with self._lock, self._reporting(progress):
             step = self.state.step
             call_id = f"{SOURCE}-{step}"
             self.store.journal.record(
@@ -69,6 +73,23 @@ class McpCalls:
                 "result", step=step, call_id=call_id, tool=name, result=result.model_dump(mode="json"), source=SOURCE
             )
             return outcome
+
+    @contextmanager
+    def _reporting(self, progress: Progress | None) -> Iterator[None]:
+        if progress is None:
+            yield
+            return
+        own = self.context.progress
+
+        def both(line: str) -> None:
+            own(line)
+            progress(line)
+
+        self.context.progress = both
+        try:
+            yield
+        finally:
+            self.context.progress = own
 
     def record_verdict(self, question_id: str, verdict: Verdict, how: str) -> Question:
         """Record the human's verdict on an approval question as the exact word ``approve`` or ``deny``."""

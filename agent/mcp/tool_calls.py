@@ -18,7 +18,8 @@ from mcp.server.context import ServerRequestContext
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.mcp import approval
-from agent.mcp.calls import ApprovalRequired, McpCalls
+from agent.mcp.calls import ApprovalRequired, CallOutcome, McpCalls
+from agent.mcp.progress import run_reporting
 from tools.base import ToolRegistry, ToolResult
 from tools.redact import redact_text, redact_value
 
@@ -87,7 +88,7 @@ async def call_tool(
     arguments = params.arguments or {}
     if params.name == FINISH_TOOL:
         return await finish_run(calls, arguments)
-    outcome = await anyio.to_thread.run_sync(calls.execute, params.name, arguments)
+    outcome = await _execute(context, calls, params.name, arguments)
     if isinstance(outcome, ToolResult):
         return to_mcp(outcome)
     decided = await approval.ask(context, params, calls, outcome)
@@ -96,10 +97,19 @@ async def call_tool(
     if decided != "approve":
         reason = "the user denied it" if decided == "deny" else decided
         return refusal(outcome, reason, calls)
-    approved = await anyio.to_thread.run_sync(calls.execute, params.name, arguments)
+    approved = await _execute(context, calls, params.name, arguments)
     if isinstance(approved, ApprovalRequired):
         return refusal(approved, "it still needs approval after the verdict", calls)
     return to_mcp(approved)
+
+
+async def _execute(
+    context: ServerRequestContext[object], calls: McpCalls, name: str, arguments: dict[str, Any]
+) -> CallOutcome:
+    outcome: CallOutcome = await run_reporting(
+        context.session, name, lambda progress: calls.execute(name, arguments, progress)
+    )
+    return outcome
 
 
 def refusal(needed: ApprovalRequired, reason: str, calls: McpCalls) -> types.CallToolResult:
