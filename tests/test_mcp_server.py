@@ -9,9 +9,12 @@ command ran.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
+import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -20,7 +23,8 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from support.cli import REPO_ROOT, agent_environment, run_agent
@@ -246,3 +250,35 @@ def test_http_off_loopback_needs_a_token_and_writes_nothing(tmp_path: Path) -> N
     assert not (tmp_path / "state").exists()
     malformed = run_agent("mcp", "--state-dir", tmp_path / "state", "--http", "localhost:http")
     assert malformed.returncode == 2 and "HOST:PORT" in malformed.stderr
+
+
+def _readme_snippets() -> dict[str, list[str]]:
+    """The command lines the README's configuration snippets give Claude Code, opencode and Codex."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Working from a coding agent (MCP)") : readme.index("## Reports")]
+    blocks = re.findall(r"```(json|toml)\n(.*?)```", section, re.DOTALL)
+    claude, opencode = (json.loads(text) for kind, text in blocks if kind == "json")
+    codex = tomllib.loads(next(text for kind, text in blocks if kind == "toml"))
+    server = claude["mcpServers"]["opsloop"]
+    return {
+        "claude-code": [server["command"], *server["args"]],
+        "opencode": opencode["mcp"]["opsloop"]["command"],
+        "codex": [codex["mcp_servers"]["opsloop"]["command"], *codex["mcp_servers"]["opsloop"]["args"]],
+    }
+
+
+def test_the_readme_snippets_start_a_working_server(tmp_path: Path, errlog: IO[str]) -> None:
+    snippets = _readme_snippets()
+    assert snippets["claude-code"] == snippets["opencode"] == snippets["codex"]  # one command line for all three
+    command, *arguments = snippets["codex"]
+    assert command == "/opt/opsloop/.venv/bin/agent" and arguments[:2] == ["mcp", "--state-dir"]
+    installed = Path(sys.executable).parent / "agent"  # the same entry point, where this checkout installed it
+    arguments[2] = str(tmp_path / "state")
+    parameters = StdioServerParameters(command=str(installed), args=arguments, env=agent_environment(), cwd=REPO_ROOT)
+
+    async def session() -> set[str]:
+        async with Client(stdio_client(parameters, errlog=errlog)) as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    assert {"probe_system", "launch_engine", "finish_run"} <= anyio.run(session)
+    assert (tmp_path / "state" / "latest.json").exists()
