@@ -78,7 +78,7 @@ def _percentile_bars(axes: Axes, measured: list[Point], metric: str, title: str)
 
 
 def latency(measured: list[Point]) -> Chart:
-    figure = Figure(figsize=(max(7.5, 1.1 * len(measured) + 2), 7.0))
+    figure = Figure(figsize=(max(7.5, 1.3 * len(measured) + 2), 7.0))
     ttft_axes, itl_axes = figure.subplots(2, 1)
     _percentile_bars(ttft_axes, measured, "ttft_ms", "Time to first token (TTFT)")
     _percentile_bars(itl_axes, measured, "itl_ms", "Inter-token latency (ITL)")
@@ -95,12 +95,13 @@ def acceptance(measured: list[Point]) -> Chart | None:
     speculative = [point for point in measured if point.level.spec and point.level.spec.accept_length is not None]
     if not speculative:
         return None
-    figure = Figure(figsize=(7.5, 4.0))
+    figure = Figure(figsize=(max(7.5, 1.3 * len(speculative) + 2), 4.0))
     axes = figure.subplots()
     labels = [_label(point) for point in speculative]
     values = [point.level.spec.accept_length or 0.0 for point in speculative if point.level.spec]
     bars = axes.bar(range(len(values)), values, color="tab:green")
     axes.bar_label(bars, fmt="%.2f")
+    axes.set_ylim(0.0, max(values) * 1.15)  # room for the labels above the bars
     axes.set_xticks(range(len(values)), labels, fontsize=8)
     axes.set(ylabel="accepted tokens per step", title="Speculative acceptance length")
     axes.grid(True, axis="y", alpha=0.3)
