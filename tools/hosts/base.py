@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tools.document import Document
+from tools.hosts.sandbox.confinement import Confinement
 
 Interconnect = Literal["nvlink", "pcie", "none", "unknown"]
 
@@ -101,8 +102,10 @@ class Host(ABC):
         env: dict[str, str] | None = None,
         input_text: str | None = None,
         output_cap_bytes: int = 1_000_000,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
-        """Run a command to completion in its own process group; on timeout kill the whole group."""
+        """Run a command to completion in its own process group; on timeout kill the whole group. With a
+        ``confinement`` it runs in the sandbox, or :class:`SandboxUnavailable` is raised."""
 
     @abstractmethod
     def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:

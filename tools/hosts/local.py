@@ -1,7 +1,8 @@
 """The local machine as a :class:`Host`.
 
 - ``run`` starts the command in its own process group and kills the whole group on timeout; output is
-  capped (head and tail kept, a marker in between).
+  capped (head and tail kept, a marker in between). With a :class:`Confinement` the command runs in the
+  sandbox (:mod:`tools.hosts.sandbox`), without the variables whose names say they hold secrets.
 - ``spawn`` starts ``supervise.py`` detached (new session, so it leads the group); the supervisor runs the
   command with stdout and stderr appended to the log and writes the exit code into ``exit_dir`` so it
   stays readable after the agent restarts.
@@ -28,6 +29,8 @@ import psutil
 
 from tools.hosts import nvml, supervise
 from tools.hosts.base import CommandResult, GpuProbe, Host, MarkedProcess, ProcessStatus, SpawnedProcess
+from tools.hosts.sandbox import Confinement, confined
+from tools.hosts.sandbox.run import confined_environment
 
 CREATE_TIME_TOLERANCE = 1e-3  # psutil derives create_time from clock ticks; the same process reads the same
 
@@ -88,13 +91,33 @@ class LocalHost(Host):
         env: dict[str, str] | None = None,
         input_text: str | None = None,
         output_cap_bytes: int = 1_000_000,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
+        environment = {**os.environ, **(env or {})}
+        if confinement is None:
+            return self._execute(argv, argv, timeout, cwd, environment, input_text, output_cap_bytes)
+        with confined(confinement, argv, cwd) as (command, _):
+            return self._execute(
+                argv, command, timeout, cwd, confined_environment(environment), input_text, output_cap_bytes
+            )
+
+    def _execute(
+        self,
+        argv: list[str],
+        command: list[str],
+        timeout: float,
+        cwd: Path | None,
+        environment: dict[str, str],
+        input_text: str | None,
+        output_cap_bytes: int,
+    ) -> CommandResult:
+        """Run ``command`` (``argv`` itself, or ``argv`` confined) in its own process group."""
         started = time.monotonic()
         try:
             process = subprocess.Popen(
-                argv,
+                command,
                 cwd=cwd,
-                env={**os.environ, **(env or {})},
+                env=environment,
                 start_new_session=True,
                 stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -165,7 +188,7 @@ class LocalHost(Host):
             raise ValueError("spawn needs a command")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.exit_dir.mkdir(parents=True, exist_ok=True)
-        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         stdin_fd = os.open(os.devnull, os.O_RDONLY)
         try:
             # posix_spawn rather than Popen: the supervisor is meant to outlive this object, and a

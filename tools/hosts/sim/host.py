@@ -15,6 +15,7 @@ from pathlib import Path
 import twin
 from tools.hosts.base import CommandResult, GpuInfo, GpuLink, GpuProbe, SpawnedProcess
 from tools.hosts.local import LocalHost
+from tools.hosts.sandbox import Confinement
 from tools.hosts.sim.translate import Translator, is_stand_in
 from twin import hardware
 from twin.layout import SimLayout, materialize
@@ -78,6 +79,7 @@ class SimHost(LocalHost):
         env: dict[str, str] | None = None,
         input_text: str | None = None,
         output_cap_bytes: int = 1_000_000,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
         translated = self.translate(argv)
         env = self._environment(env, is_stand_in(translated))
@@ -88,6 +90,8 @@ class SimHost(LocalHost):
             env=env,
             input_text=input_text,
             output_cap_bytes=output_cap_bytes,
+            # The simulated machine's files live in the state directory, which a sandbox hides.
+            confinement=confinement.with_exposed_writable(self.layout.root) if confinement else None,
         )
         return result.model_copy(update={"argv": list(argv)})
 
