@@ -34,6 +34,7 @@ class Ask(BaseModel):
     options: list[str] = Field(default_factory=list)
     hypothesis: str = ""
     question_kind: str = "blocked"
+    approval_word: str | None = None  # the one answer that approves (approval questions)
 
 
 class Finish(BaseModel):

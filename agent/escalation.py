@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import Literal
 
 from agent.actions import Ask
 from agent.events import UsageError
 from agent.limits import exhausted_limits, extend_limits
 from agent.state import ProjectState, Question
 from tools.document import utc_now
+
+Decision = Literal["approve", "deny"]
 
 
 def record_question(state: ProjectState, ask: Ask) -> Question:
@@ -32,16 +35,22 @@ def record_question(state: ProjectState, ask: Ask) -> Question:
         options=list(ask.options),
         hypothesis=ask.hypothesis,
         kind=ask.question_kind,
+        approval_word=ask.approval_word,
     )
     state.questions.append(question)
     return question
 
 
-def answer_question(state: ProjectState, answer: str, question_id: str | None = None) -> Question:
+def answer_question(
+    state: ProjectState, answer: str, question_id: str | None = None, decision: Decision | None = None
+) -> Question:
     """Record a human's answer on the given question, or on the oldest one still pending.
 
-    Raises :class:`UsageError` when there is nothing to answer, the id is unknown, or a budget
-    question gets an answer that does not say how to extend it.
+    A question that asks for approval is approved only by ``decision="approve"`` (``agent ask --approve``)
+    or by an answer that is exactly its approval word (case and surrounding spaces aside); every other
+    answer is a denial whose text the policy sees as guidance. Raises :class:`UsageError` when there is
+    nothing to answer, the id is unknown, a decision is given for a question that asks for none, or a
+    budget question gets an answer that does not say how to extend it.
     """
     answer = answer.strip()
     if not answer:
@@ -69,6 +78,11 @@ def answer_question(state: ProjectState, answer: str, question_id: str | None = 
             )
         if changed:
             state.add_finding("budget extended by the operator: " + "; ".join(changed))
+    if decision is not None and question.approval_word is None:
+        raise UsageError(f"question {question.id} does not ask for an approval; answer it with --answer")
+    if question.approval_word is not None:
+        word = question.approval_word.casefold()
+        question.approved = decision == "approve" or (decision is None and answer.casefold() == word)
     question.answer, question.answered_at, question.seen_by_policy = answer, utc_now(), False
     return question
 
@@ -83,10 +97,14 @@ def settle_limit_questions(state: ProjectState, reason: str) -> list[Question]:
     return settled
 
 
-def answer_command(state_dir: Path, question_id: str | None = None) -> str:
-    """The exact command a human runs to answer (the answer text goes between the quotes)."""
+def answer_command(state_dir: Path, question_id: str | None = None, approval: bool = False) -> str:
+    """The exact command a human runs to answer (the answer text goes between the quotes); for a question
+    asking for approval, the commands that approve and deny it."""
+    directory = shlex.quote(str(state_dir))
+    if approval and question_id:
+        return f"agent ask --approve {question_id} --state-dir {directory} (or --deny {question_id})"
     selector = f" --id {question_id}" if question_id else ""
-    return f'agent ask --answer "..."{selector} --state-dir {shlex.quote(str(state_dir))}'
+    return f'agent ask --answer "..."{selector} --state-dir {directory}'
 
 
 def resume_command(state_dir: Path) -> str:

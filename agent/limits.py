@@ -19,7 +19,8 @@ from agent.events import LimitReached, UsageError
 if TYPE_CHECKING:
     from agent.state import ProjectState
 
-_EXTEND = re.compile(r"^\s*(?:extend|yes|y|continue)\b(?:\s*(?:by\s*)?\$?\s*(?P<amount>\d+(?:\.\d+)?))?", re.IGNORECASE)
+# The whole answer must be an extension ("extend", "extend 50", "extend by $5"): "extend? no" is not one.
+_EXTEND = re.compile(r"\s*(?:extend|yes|y|continue)(?:\s+(?:by\s+)?\$?\s*(?P<amount>\d+(?:\.\d+)?))?\s*", re.IGNORECASE)
 
 
 class Limits(BaseModel):
@@ -81,7 +82,7 @@ def check_limits(state: ProjectState) -> None:
 
 def extend_limits(state: ProjectState, answer: str) -> list[str] | None:
     """Apply an ``extend`` answer to every exhausted budget. None when the answer is not an extension."""
-    match = _EXTEND.match(answer)
+    match = _EXTEND.fullmatch(answer)
     if match is None:
         return None
     amount = float(match.group("amount")) if match.group("amount") else None

@@ -23,7 +23,7 @@ from agent.recovery import NOT_RUN, recover_pending_step
 from agent.state import PendingStep, ProjectState, Question
 from agent.store import StateStore, StateWriteError
 from agent.stuck import StuckDetector
-from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
+from tools.base import APPROVAL_WORD, NeedsApproval, ToolContext, ToolRegistry, ToolResult
 
 ExitEvent = Literal["done", "blocked", "limit", "failed"]
 ExitHandler = Callable[[ExitEvent, Question | None], None]
@@ -140,8 +140,10 @@ class Agent:
                 question=f"{call.tool} needs approval: {request.reason}",
                 evidence=request.evidence,
                 options=request.options,
-                context=f"tool call {call.tool} {call.arguments}",
+                context=f"tool call {call.tool} {call.arguments}. Only the answer {APPROVAL_WORD!r} (or "
+                "`agent ask --approve ID`) approves it; any other answer denies it and reaches the agent as guidance.",
                 question_kind="approval",
+                approval_word=APPROVAL_WORD,
             )
             result = ToolResult(
                 tool=call.tool,

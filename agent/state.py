@@ -64,6 +64,9 @@ class Question(Document):
     answer: str | None = None
     answered_at: str | None = None
     seen_by_policy: bool = False  # set once the answer has been shown to the policy
+    approval_word: str | None = None  # questions asking for approval: the one answer that approves
+    approved: bool | None = None  # set with the answer of such a question: only an explicit approval is True
+    approval_used: bool = False  # a single-use approval (one command run) was spent
 
 
 class Usage(ModelUsage):
@@ -186,12 +189,15 @@ class ProjectState(Document):
         ]
         return f"{prefix}{max(numbers, default=0) + 1}"
 
-    def take_approval(self, evidence_line: str, approving_answers: tuple[str, ...]) -> str | None:
-        """The id of an answered, unused approval question with this evidence line (marked used), or None."""
+    def take_approval(self, evidence_line: str, consume: bool = True) -> str | None:
+        """The id of an explicitly approved question with this evidence line, not yet used when ``consume``
+        (it is then marked used), or None. Approval is the flag set when the answer was recorded, never
+        a reading of the answer's text."""
         for question in self.questions:
-            if question.kind != "approval" or question.answer is None or getattr(question, "approval_used", False):
+            if question.kind != "approval" or question.approved is not True or evidence_line not in question.evidence:
                 continue
-            if evidence_line in question.evidence and question.answer.strip().lower().startswith(approving_answers):
-                question.approval_used = True  # type: ignore[attr-defined]  # an extra field of the document
-                return question.id
+            if consume and question.approval_used:
+                continue
+            question.approval_used = question.approval_used or consume
+            return question.id
         return None

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,14 +50,19 @@ class ToolError(Exception):
     """A failure with a message written for the model (what went wrong, what to do instead)."""
 
 
+APPROVAL_WORD = "approve"
+
+
 class NeedsApproval(Exception):
-    """The tool refuses to act without a human's approval (destructive command, GPU reset, ...)."""
+    """The tool refuses to act without a human's approval (a command outside the sandbox, a file outside the
+    readable paths, ...). ``evidence[0]`` identifies what is approved; only an answer that is exactly
+    :data:`APPROVAL_WORD` (or ``agent ask --approve``) approves it."""
 
     def __init__(self, reason: str, evidence: list[str] | None = None, options: list[str] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.evidence = list(evidence or [])
-        self.options = list(options or ["approve", "deny"])
+        self.options = list(options or [APPROVAL_WORD, "deny"])
 
 
 class ToolResult(BaseModel):
@@ -88,6 +93,20 @@ class ToolSettings(BaseModel):
     """How long launch_engine waits for an engine to become ready (large MoE models load for 7-20 min)."""
     hang_after_seconds: float = Field(default=600.0, gt=0)
     """A starting engine with no sign of activity for this long is hung."""
+    shell_sandbox: Literal["auto", "off"] = "auto"
+    """``auto``: every shell command runs in the sandbox (bubblewrap) where this machine can run one, and
+    where it cannot, only read-only diagnostics run without asking; ``off``: never use the sandbox."""
+    shell_max_processes: int = Field(default=512, ge=8)
+    """Processes a sandboxed shell command may have at once (a pids control group, where available)."""
+    readable_log_dirs: list[Path] = Field(default_factory=list)
+    """Directories of engine logs that tail_log and diagnose_log may read, besides the logs of the
+    processes the agent started; other files need a human's approval."""
+    protected_paths: list[Path] = Field(default_factory=list)
+    """Paths no tool may change (read-only in the sandbox, refused by patch_file). The wiring adds the
+    agent's own code."""
+    hidden_paths: list[Path] = Field(default_factory=list)
+    """Paths no tool may read or change (hidden in the sandbox, refused by patch_file), besides the state
+    directory and the user's credentials. The wiring adds the agent's configuration file."""
 
 
 class ToolState(Protocol):
@@ -124,9 +143,10 @@ class ToolState(Protocol):
     def next_id(self, prefix: str, existing: list[str]) -> str:
         """A new id such as ``patch3`` for a list of records with ``existing`` ids."""
 
-    def take_approval(self, evidence_line: str, approving_answers: tuple[str, ...]) -> str | None:
-        """The id of an answered, unused approval question with this evidence line whose answer starts
-        with one of ``approving_answers`` (it is marked used), or None."""
+    def take_approval(self, evidence_line: str, consume: bool = True) -> str | None:
+        """The id of an explicitly approved question with this evidence line, or None. With ``consume`` the
+        approval is single-use: an unused one is marked used; without, any approval counts (a path
+        approved for reading stays approved)."""
 
 
 @dataclass

@@ -85,7 +85,7 @@ class SimpleCommand:
         return shlex.join(self.argv)
 
 
-def _extract_substitutions(text: str) -> tuple[str, list[str]]:
+def extract_substitutions(text: str) -> tuple[str, list[str]]:
     """Replace $(...), <(...), >(...) and `...` (outside single quotes) by a placeholder word."""
     out: list[str] = []
     inner: list[str] = []
@@ -118,7 +118,7 @@ def _extract_substitutions(text: str) -> tuple[str, list[str]]:
     return "".join(out), inner
 
 
-def _tokens(text: str) -> list[str]:
+def tokens(text: str) -> list[str]:
     lexer = shlex.shlex(text, posix=True, punctuation_chars=PUNCTUATION)
     lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
     try:
@@ -131,7 +131,7 @@ def _is_operator(token: str) -> bool:
     return bool(token) and all(character in PUNCTUATION for character in token)
 
 
-def _segments(tokens: list[str]) -> list[SimpleCommand]:
+def segments(tokens: list[str]) -> list[SimpleCommand]:
     commands, current = [], SimpleCommand(argv=[])
     index = 0
     while index < len(tokens):
@@ -159,11 +159,11 @@ def parse(command: str, depth: int = 0) -> list[SimpleCommand]:
     """Every simple command the line would run, wrappers removed, nested scripts expanded."""
     if depth > MAX_DEPTH:
         raise ParseError("commands nested too deeply to inspect")
-    text, substitutions = _extract_substitutions(command)
+    text, substitutions = extract_substitutions(command)
     found: list[SimpleCommand] = []
     for inner in substitutions:
         found.extend(parse(inner, depth + 1))
-    for segment in _segments(_tokens(text)):
+    for segment in segments(tokens(text)):
         found.extend(_unwrap(segment, depth))
     return found
 

@@ -1,9 +1,13 @@
-"""The shell tool: run a command with a timeout and an output cap, unless it needs a human's approval.
+"""The shell tool: every command runs confined in a sandbox; what the sandbox cannot allow asks a human.
 
-The command runs through :meth:`Host.run` in its own process group, which is killed whole on timeout.
-Before that, :mod:`tools.shell.guard` inspects it; a destructive command raises
-:class:`NeedsApproval` with the exact command as evidence. Once a human answers that question with
-"approve", the same command runs once.
+The gate is the operating system, not a reading of the command: with the sandbox (bubblewrap, see
+:mod:`tools.shell.confine`) a command can write only inside the writable roots, cannot see the state
+directory or the user's credentials, can signal only its own processes and can reach only the engines
+the agent started. A command that truly needs more (installing a package, a system path, a process the
+agent did not start) is called again with ``outside_sandbox`` saying what it needs: that is a question to
+a human, with the exact command and the guard's reading of it (:mod:`tools.shell.guard`, an explanation
+only). Where no sandbox can run, only read-only diagnostics run (:mod:`tools.shell.allowlist`); every
+other command asks. An approval is used once: the same command runs once, outside the sandbox.
 """
 
 from __future__ import annotations
@@ -15,20 +19,31 @@ from pathlib import Path
 from pydantic import Field
 
 from tools.base import NeedsApproval, Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from tools.processes import live_processes
+from tools.hosts.base import CommandResult
+from tools.hosts.sandbox import Confinement, SandboxUnavailable, sandbox_problem
+from tools.readable import may_read
 from tools.redact import redact_text
-from tools.shell.guard import GuardContext, judge
-from tools.shell.parse import ParseError
+from tools.shell.allowlist import allowlist_problem
+from tools.shell.confine import shell_confinement
+from tools.shell.explain import explain
 
 SHELL_SYNTAX = re.compile(r"[;&|<>()$`*?\[\]{}~!#\n\\]|^\s*[A-Za-z_][A-Za-z0-9_]*=")
-APPROVING_ANSWERS = ("approve", "approved", "yes", "y", "ok", "go ahead")
 OUTPUT_CAP_BYTES = 2_000_000
+REFUSALS = ("Read-only file system", "Operation not permitted", "Permission denied", "No such process")
+REFUSALS += ("Network is unreachable", "Could not resolve host", "Temporary failure in name resolution")
 
 
 class ShellArgs(ToolArgs):
     command: str = Field(min_length=1, description="A bash command line")
     timeout_seconds: float = Field(default=60.0, gt=0, le=4 * 3600, description="Killed (whole group) after this")
-    cwd: str | None = Field(default=None, description="Working directory (default: the agent's working directory)")
+    cwd: str | None = Field(default=None, description="Working directory (default: the first writable root)")
+    outside_sandbox: str | None = Field(
+        default=None,
+        min_length=3,
+        description="Only when the sandbox stopped this command and it truly needs more: what it needs (e.g. "
+        "'installs a package into /usr', 'signals PID 123, which the agent did not start'). A human is asked "
+        "first, with the exact command; if approved it runs once, unconfined.",
+    )
 
 
 class ShellOutput(ToolOutput):
@@ -38,30 +53,13 @@ class ShellOutput(ToolOutput):
     stderr: str
     timed_out: bool
     duration_seconds: float
+    confinement: str = Field(description="sandbox, read-only allow-list, or approved by a human (question id)")
+    hint: str | None = None
     approved_by_question: str | None = None
 
 
-def _evidence_line(command: str) -> str:
+def evidence_line(command: str) -> str:
     return f"command: {command}"
-
-
-def _owned_pids(context: ToolContext) -> set[int]:
-    """PIDs of live processes the agent started, with every member of their process groups."""
-    owned: set[int] = set()
-    for record in live_processes(context.state):
-        if not context.host.status(record.pid, record.create_time).alive:
-            continue
-        owned.add(record.pid)
-        members = context.host.run(["pgrep", "-g", str(record.pid)], timeout=10)
-        owned.update(int(line) for line in members.stdout.split() if line.isdigit())
-    return owned
-
-
-def _pgrep(context: ToolContext, pattern_args: list[str]) -> list[int] | None:
-    result = context.host.run(["pgrep", *pattern_args], timeout=10)
-    if result.exit_code not in (0, 1):  # 1: nothing matched; anything else: a usage error
-        return None
-    return [int(line) for line in result.stdout.split() if line.isdigit()]
 
 
 def _working_directory(args: ShellArgs, context: ToolContext) -> Path:
@@ -72,13 +70,23 @@ def _working_directory(args: ShellArgs, context: ToolContext) -> Path:
     return cwd
 
 
+def _ask(args: ShellArgs, context: ToolContext, cwd: Path, why: str) -> NeedsApproval:
+    """The question for a human: the exact command, what it needs, and what the guard reads in it."""
+    return NeedsApproval(
+        f"running this command outside the sandbox needs approval: {why}",
+        evidence=[evidence_line(args.command), f"needs: {why}", f"working directory: {cwd}", *explain(args, context)],
+    )
+
+
 class ShellTool(Tool[ShellArgs, ShellOutput]):
     name = "shell"
     description = (
-        "Run a bash command with a timeout and an output cap; the whole process group is killed "
-        "on timeout. Destructive commands (recursive deletes of /, home or the state directory, "
-        "mkfs, dd onto devices, shutdown/reboot, GPU resets, killing processes the agent did not "
-        "start) are not run: they escalate to a human for approval."
+        "Run a bash command in a sandbox, with a timeout and an output cap: the file system is read-only "
+        "except the writable roots (working directory), the state directory and credentials are hidden, only "
+        "the command's own processes can be signalled, and only the engines the agent started can be reached "
+        "(on their loopback ports). If the sandbox stops something the task truly needs (a package install, "
+        "a system path, a process the agent did not start), call again with outside_sandbox saying what it "
+        "needs: a human is asked first. Stop engines with stop_engine, not kill."
     )
     args_model = ShellArgs
     output_model = ShellOutput
@@ -88,41 +96,59 @@ class ShellTool(Tool[ShellArgs, ShellOutput]):
 
     def run(self, args: ShellArgs, context: ToolContext) -> ShellOutput:
         cwd = _working_directory(args, context)
-        guard = GuardContext(
-            home=Path.home(),
-            state_dir=context.state_dir,
-            cwd=cwd,
-            owned_pids=_owned_pids(context),
-            match_processes=lambda pattern: _pgrep(context, pattern),
-        )
-        try:
-            dangers = judge(args.command, guard)
-        except ParseError as error:
-            raise ToolError(f"cannot parse the command ({error}); it was not run") from None
-        approval = None
-        if dangers:
-            approval = context.state.take_approval(_evidence_line(args.command), APPROVING_ANSWERS)
-            if approval is None:
-                reasons = "; ".join(dict.fromkeys(danger.reason for danger in dangers))
-                raise NeedsApproval(
-                    f"the command needs approval: {reasons}",
-                    evidence=[
-                        _evidence_line(args.command),
-                        *(f"{danger.command}: {danger.reason}" for danger in dangers),
-                    ],
-                    options=["approve", "deny"],
-                )
-            context.checkpoint()  # the approval is used up before the command runs
         argv = ["bash", "-c", args.command] if SHELL_SYNTAX.search(args.command) else shlex.split(args.command)
-        result = context.host.run(
-            context.host.translate(argv), timeout=args.timeout_seconds, cwd=cwd, output_cap_bytes=OUTPUT_CAP_BYTES
+        argv = context.host.translate(argv)
+        problem = sandbox_problem() if context.settings.shell_sandbox == "auto" else "the sandbox is turned off"
+        if args.outside_sandbox is None and problem is None:
+            confinement = shell_confinement(context, args.timeout_seconds)
+            try:
+                result = self._run(argv, args, cwd, context, confinement)
+            except SandboxUnavailable as error:
+                raise ToolError(f"the sandbox did not start ({error}); the command was not run") from None
+            return _output(args, result, "sandbox", _hint(result))
+        if args.outside_sandbox is None:
+            assert problem is not None
+            refusal = allowlist_problem(args.command, cwd, lambda path: may_read(path, context))
+            if refusal is None:
+                return _output(args, self._run(argv, args, cwd, context), "read-only allow-list (no sandbox)")
+            why = f"no sandbox here ({problem}), and {refusal}"
+        else:
+            why = args.outside_sandbox
+        approval = context.state.take_approval(evidence_line(args.command))
+        if approval is None:
+            raise _ask(args, context, cwd, why)
+        context.checkpoint()  # the approval is used up before the command runs
+        output = _output(args, self._run(argv, args, cwd, context), f"none: approved by {approval}")
+        output.approved_by_question = approval
+        return output
+
+    @staticmethod
+    def _run(
+        argv: list[str], args: ShellArgs, cwd: Path, context: ToolContext, confinement: Confinement | None = None
+    ) -> CommandResult:
+        return context.host.run(
+            argv, timeout=args.timeout_seconds, cwd=cwd, output_cap_bytes=OUTPUT_CAP_BYTES, confinement=confinement
         )
-        return ShellOutput(
-            command=redact_text(args.command),
-            exit_code=result.exit_code,
-            stdout=redact_text(result.stdout),
-            stderr=redact_text(result.stderr),
-            timed_out=result.timed_out,
-            duration_seconds=round(result.duration_seconds, 3),
-            approved_by_question=approval,
-        )
+
+
+def _hint(result: CommandResult) -> str | None:
+    if result.exit_code in (0, None) or not any(refusal in result.stderr for refusal in REFUSALS):
+        return None
+    return (
+        "the sandbox may have stopped this (read-only file system outside the writable roots, no foreign "
+        "processes, no network but the agent's engines); if the task truly needs it, call shell again with "
+        "outside_sandbox saying what it needs, and a human will be asked"
+    )
+
+
+def _output(args: ShellArgs, result: CommandResult, confinement: str, hint: str | None = None) -> ShellOutput:
+    return ShellOutput(
+        command=redact_text(args.command),
+        exit_code=result.exit_code,
+        stdout=redact_text(result.stdout),
+        stderr=redact_text(result.stderr),
+        timed_out=result.timed_out,
+        duration_seconds=round(result.duration_seconds, 3),
+        confinement=confinement,
+        hint=hint,
+    )
