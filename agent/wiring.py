@@ -45,13 +45,25 @@ def build_host(state: ProjectState, state_dir: Path) -> Host:
     return LocalHost()
 
 
-def build_tool_settings(config: AgentConfig, time_scale: float = 1.0) -> ToolSettings:
-    """The tools' effective settings: the working directory is always a write root, and waiting thresholds
-    follow the host's clock (see Host.time_scale)."""
+def own_code() -> list[Path]:
+    """The agent's own installed code: its packages (wherever they were imported from)."""
+    import agent
+    import prompts
+    import tools
+    import twin
+
+    return [Path(package.__file__).resolve().parent for package in (agent, tools, twin, prompts) if package.__file__]
+
+
+def build_tool_settings(config: AgentConfig, time_scale: float = 1.0, config_file: Path | None = None) -> ToolSettings:
+    """The tools' effective settings: the working directory is always a write root, the agent's code and
+    configuration are off limits, and waiting thresholds follow the host's clock (see Host.time_scale)."""
     tools = config.tools
     return tools.model_copy(
         update={
             "allowed_write_roots": [Path.cwd(), *(root.expanduser() for root in tools.allowed_write_roots)],
+            "protected_paths": [*own_code(), *tools.protected_paths],
+            "hidden_paths": [*([config_file] if config_file else []), *tools.hidden_paths],
             "load_timeout_seconds": max(tools.load_timeout_seconds / time_scale, 30.0),
             "hang_after_seconds": max(tools.hang_after_seconds / time_scale, 3.0),
         }
@@ -108,7 +120,7 @@ def build_agent(
         state=state,
         state_dir=store.state_dir,
         host=host,
-        settings=build_tool_settings(config, host.time_scale),
+        settings=build_tool_settings(config, host.time_scale, _config_file(state)),
         checkpoint=lambda: store.save(state),
         progress=progress,
     )
@@ -172,6 +184,10 @@ def tool_session(
             yield ToolSession(store, state, context)
         finally:
             store.close()
+
+
+def _config_file(state: ProjectState) -> Path | None:
+    return Path(state.run.config_file) if state.run.config_file else None
 
 
 def describe_environment() -> dict[str, Any]:

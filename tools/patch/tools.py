@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 
 from pydantic import Field, model_validator
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
+from tools.off_limits import off_limits_reason
 from tools.patch.unified_diff import DiffError, apply_diff, make_diff
 from tools.patch.write_guard import ConfinedPath, WriteRefused, confine, read_bytes, write_bytes_atomic
 from tools.records import PatchRecord
@@ -64,6 +67,18 @@ class RevertPatchOutput(ToolOutput):
     restored_bytes: int
 
 
+def _write_backup(path: Path, data: bytes, mode: int) -> None:
+    """The original bytes with the original's permission bits (a private file stays private)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode & 0o600)
+    try:
+        os.fchmod(descriptor, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+    finally:
+        os.close(descriptor)
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -94,7 +109,15 @@ def engine_site_packages(context: ToolContext) -> list[Path]:
 
 
 def _confine(raw_path: str, context: ToolContext) -> ConfinedPath:
-    """Confine to the configured roots (the working directory first) plus the engine's site-packages."""
+    """Confine to the configured roots (the working directory first) plus the engine's site-packages, never
+    to the agent's own records, code or configuration (:mod:`tools.off_limits`)."""
+    target = _within_roots(raw_path, context)
+    if reason := off_limits_reason(target.path, context):
+        raise ToolError(f"refused {raw_path!r}: {reason}")
+    return target
+
+
+def _within_roots(raw_path: str, context: ToolContext) -> ConfinedPath:
     roots = list(context.settings.allowed_write_roots)
     try:
         return confine(raw_path, roots)
@@ -156,7 +179,7 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
         backup_dir = context.state_dir / "patches" / patch_id
         backup_dir.mkdir(parents=True, exist_ok=True)
         backup_path = backup_dir / Path(shown).name
-        backup_path.write_bytes(original_bytes)
+        _write_backup(backup_path, original_bytes, stat.S_IMODE(info.st_mode))
         diff = make_diff(original, edited, shown)
         (backup_dir / "change.diff").write_text(redact_text(diff), encoding="utf-8")  # the backup stays exact
         edited_bytes = edited.encode("utf-8")

@@ -13,34 +13,8 @@ from pathlib import Path
 
 from tools.base import ToolContext
 from tools.hosts.sandbox import Confinement
+from tools.off_limits import secret_paths
 from tools.processes import live_processes
-
-USER_SECRETS = (
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".config/gcloud",
-    ".kube",
-    ".docker",
-    ".config/gh",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-    ".vault-token",
-    ".password-store",
-    ".cache/huggingface/token",
-    ".huggingface/token",
-    ".config/opsloop",
-)
-SYSTEM_SECRETS = (Path("/etc/shadow"), Path("/etc/gshadow"), Path("/etc/sudoers"), Path("/etc/ssh"))
-
-
-def secret_paths(home: Path) -> list[Path]:
-    """The user's and the system's credentials, wherever they exist."""
-    return [home / relative for relative in USER_SECRETS] + list(SYSTEM_SECRETS)
-
 
 def shell_confinement(context: ToolContext, timeout_seconds: float) -> Confinement:
     settings = context.settings
