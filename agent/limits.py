@@ -24,16 +24,16 @@ _EXTEND = re.compile(r"\s*(?:extend|yes|y|continue)(?:\s+(?:by\s+)?\$?\s*(?P<amo
 
 
 class Limits(BaseModel):
-    """The run's budgets: the ``[limits]`` section of the configuration seeds them when a run starts; from
+    """The run's budgets, each finite and positive: the ``[limits]`` section of the configuration seeds them when a run starts; from
     then on the state document holds them (answers and ``agent resume --max-*`` change them there)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_steps: int = Field(default=200, ge=1)
     """Decisions before the run stops to ask whether to extend."""
-    max_wall_seconds: float = Field(default=6 * 3600.0, gt=0)
+    max_wall_seconds: float = Field(default=6 * 3600.0, gt=0, allow_inf_nan=False)
     """Wall-clock seconds the agent may spend on the run (time while it is stopped does not count)."""
-    max_cost_usd: float = Field(default=50.0, ge=0)
+    max_cost_usd: float = Field(default=50.0, gt=0, allow_inf_nan=False)
     """US dollars the model calls may cost."""
 
 

@@ -28,8 +28,8 @@ class StateDirectoryLock:
     def acquire(self) -> None:
         """Take the lock or raise :class:`StateDirectoryLocked` naming the PID that holds it."""
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as error:
             reason = error.strerror or str(error)
             raise UsageError(f"cannot lock state directory {self.state_dir}: {reason}") from None

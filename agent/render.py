@@ -229,7 +229,9 @@ def render_question(question: Question, state_dir: Path) -> str:
         lines.append(f"  Best hypothesis: {question.hypothesis}")
     if question.options:
         lines.append(f"  Options: {' | '.join(question.options)}")
-    lines.append(f"  Answer: `{answer_command(state_dir, question.id, question.approval_word is not None)}` then `{resume_command(state_dir)}`")
+    lines.append(
+        f"  Answer: `{answer_command(state_dir, question.id, question.approval_word is not None)}` then `{resume_command(state_dir)}`"
+    )
     return "\n".join(lines)
 
 

@@ -50,6 +50,7 @@ class History(Document):
     journal: str = "journal.jsonl"  # beside latest.json
     findings_recorded: int = 0  # findings ever recorded in this run (the last one's number)
     moved: dict[str, int] = Field(default_factory=dict)  # list name -> entries moved to the journal
+    journal_head: str | None = None  # the chain of the newest journal record when the state was saved
 
 
 class Question(Document):

@@ -12,6 +12,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -21,6 +22,7 @@ from agent.journal import JOURNAL_FILE, Journal
 from agent.journal import StateWriteError as StateWriteError  # re-exported: callers meet it via the store
 from agent.migrations import migrate
 from agent.redact_document import redact_json_document
+from agent.secrets_file import SECRETS_FILE, RunSecrets, private_directory, read_secrets, write_secrets
 from agent.state import SCHEMA_VERSION, ProjectState
 from tools.document import utc_now
 
@@ -38,14 +40,29 @@ class StateStore:
         self.latest_path = state_dir / LATEST_FILE
         self.previous_path = state_dir / PREVIOUS_FILE
         self._journal: Journal | None = None
+        self._secrets: RunSecrets | None = None
         self._save_lock = threading.Lock()
         self._last_saved: tuple[str, str] | None = None  # (updated_at, serialized document) last written
 
     @property
     def journal(self) -> Journal:
         if self._journal is None:
-            self._journal = Journal(self.state_dir / JOURNAL_FILE)
+            self._journal = Journal(self.state_dir / JOURNAL_FILE, self.secrets().key)
         return self._journal
+
+    def secrets(self) -> RunSecrets:
+        """The run's secrets file, created (with a new journal key) when there is none."""
+        if self._secrets is None:
+            self._secrets = read_secrets(self.state_dir)
+            if self._secrets is None:
+                self._secrets = RunSecrets()
+                write_secrets(self.state_dir, self._secrets)
+        return self._secrets
+
+    def keep_secrets(self, notify: list[str], config_overrides: dict[str, Any]) -> None:
+        """Keep the command-line targets and settings as given (the state holds them masked)."""
+        self._secrets = self.secrets().model_copy(update={"notify": notify, "config_overrides": config_overrides})
+        write_secrets(self.state_dir, self._secrets)
 
     def exists(self) -> bool:
         return self.latest_path.exists()
@@ -72,6 +89,7 @@ class StateStore:
         """Write the state atomically and durably; the version it replaces becomes ``previous.json``."""
         with self._save_lock:
             move_to_journal(state, self.journal)  # the document stays a hand-over of fixed size
+            state.history.journal_head = self.journal.head
             stamp, state.updated_at = state.updated_at, utc_now()
             serialized = state.model_dump_json(indent=1)
             if self._last_saved is not None and self.latest_path.exists():
@@ -90,13 +108,14 @@ class StateStore:
             self._last_saved = (state.updated_at, serialized)
 
     def _write(self, data: bytes) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        if self._last_saved is None:  # first save by this process: clear temp files of dead writers
+        if self._last_saved is None:  # first save by this process: a private directory, no temp files of dead writers
+            private_directory(self.state_dir)
             for stale in self.state_dir.glob(".*.json.*.tmp"):
                 stale.unlink(missing_ok=True)
         temporary = self.state_dir / f".{LATEST_FILE}.{os.getpid()}.tmp"
         try:
-            with open(temporary, "wb") as handle:
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with open(descriptor, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -127,9 +146,10 @@ class StateStore:
         stamp = utc_now().replace(":", "").replace("+0000", "Z")
         target = self.state_dir / "archive" / f"{label}-{stamp}"
         target.mkdir(parents=True, exist_ok=False)
-        for path in (self.latest_path, self.previous_path, self.journal.path):
+        for path in (self.latest_path, self.previous_path, self.journal.path, self.state_dir / SECRETS_FILE):
             if path.exists():
                 os.replace(path, target / path.name)
+        self._secrets = None
         _fsync_directory(self.state_dir)
         return target
 
@@ -153,8 +173,12 @@ def read_state(path: Path) -> ProjectState:
         raise StateFileError(f"state file {path} is not valid JSON ({error}); it was left untouched") from None
     if not isinstance(document, dict):
         raise StateFileError(f"state file {path} does not hold a JSON object; it was left untouched")
-    version = document.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
+    version = document.get("schema_version", 1)
+    if type(version) is not int or version < 1:
+        raise StateFileError(
+            f"state file {path} has schema version {version!r}, not a positive integer; it was left untouched"
+        )
+    if version > SCHEMA_VERSION:
         raise StateFileError(
             f"state file {path} has schema version {version}, newer than this agent's "
             f"{SCHEMA_VERSION}; upgrade opsloop to read it"

@@ -55,6 +55,17 @@ def own_code() -> list[Path]:
     return [Path(package.__file__).resolve().parent for package in (agent, tools, twin, prompts) if package.__file__]
 
 
+def check_scenario(scenario: str | None) -> None:
+    """A :class:`UsageError` when ``--sim`` names no loadable scenario (checked before anything is written)."""
+    if scenario:
+        from twin.loader import load_scenario
+
+        try:
+            load_scenario(scenario)
+        except (OSError, ValueError) as error:
+            raise UsageError(f"cannot load simulation scenario {scenario!r}: {error}") from None
+
+
 def build_tool_settings(config: AgentConfig, time_scale: float = 1.0, config_file: Path | None = None) -> ToolSettings:
     """The tools' effective settings: the working directory is always a write root, the agent's code and
     configuration are off limits, and waiting thresholds follow the host's clock (see Host.time_scale)."""

@@ -96,5 +96,5 @@ def test_archive_moves_the_run_files_aside(tmp_path: Path) -> None:
     store.save(ProjectState(goal="g"))
     store.journal.record("event", event="done")
     archived = store.archive("run1")
-    assert sorted(path.name for path in archived.iterdir()) == ["journal.jsonl", "latest.json"]
+    assert sorted(path.name for path in archived.iterdir()) == ["journal.jsonl", "latest.json", "secrets.json"]
     assert not store.has_run()

@@ -35,7 +35,9 @@ def ask(
     approve: Annotated[
         str | None, typer.Option("--approve", help="Approve the question with this id (the only way besides its word).")
     ] = None,
-    deny: Annotated[str | None, typer.Option("--deny", help="Deny the question with this id (--answer: guidance).")] = None,
+    deny: Annotated[
+        str | None, typer.Option("--deny", help="Deny the question with this id (--answer: guidance).")
+    ] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Show pending questions; with --answer, record the answer (then `agent resume` continues). A question
@@ -63,6 +65,8 @@ def ask(
             return
         if file.name != LATEST_FILE:
             raise UsageError(f"answers are recorded in {directory / LATEST_FILE}, not in {file.name}")
+        if not file.exists():
+            raise UsageError(f"no state file at {file}; nothing to answer")
         with StateDirectoryLock(directory):
             state = store.load()
             question = answer_question(state, answer, question_id, decision)
@@ -78,7 +82,9 @@ def ask(
                 }
             )
         else:
-            verdict = {True: " (approved)", False: " (denied)"}.get(question.approved, "") if question.approval_word else ""
+            verdict = (
+                {True: " (approved)", False: " (denied)"}.get(question.approved, "") if question.approval_word else ""
+            )
             print_text(f"Recorded the answer to {question.id}{verdict}. Continue with: {resume_command(directory)}")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,13 +20,65 @@ from tools.redact import redact_text, redact_value
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CODES = {"done": EXIT_DONE, "blocked": EXIT_BLOCKED, "limit": EXIT_BLOCKED, "failed": EXIT_FAILED}
 DEFAULT_STATE_DIR = Path("state")
+SYSTEM_DIRECTORIES = {
+    Path(name)
+    for name in (
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/usr/bin",
+        "/usr/lib",
+        "/usr/local",
+        "/usr/sbin",
+        "/usr/share",
+        "/var",
+        "/var/lib",
+        "/var/log",
+        "/var/tmp",
+        "/home",
+    )
+}
 
 STATE_DIR_HELP = "State directory (default ./state)."
 STATE_ARGUMENT_HELP = "A state directory, or a state file in it (e.g. state/latest.json)."
 
 
+def check_state_directory(directory: Path) -> Path:
+    """``directory`` if it may hold a run: never ``/``, a home directory or a system directory, whose
+    contents the agent would make private and whose files a run would be mixed with."""
+    real = Path(os.path.realpath(directory))
+    homes = {Path(os.path.realpath(Path.home()))} | {Path(os.path.realpath(entry.pw_dir)) for entry in pwd.getpwall()}
+    if real == Path("/") or real in homes or real in SYSTEM_DIRECTORIES:
+        kind = (
+            "the root directory" if real == Path("/") else "a home directory" if real in homes else "a system directory"
+        )
+        raise UsageError(f"--state-dir {directory} is {kind}; give a directory of its own, e.g. ./state")
+    return directory
+
+
 def locate(target: Path | None, state_dir: Path | None) -> tuple[Path, Path]:
     """(state directory, state file) from the optional argument and ``--state-dir``."""
+    directory, file = _locate(target, state_dir)
+    return check_state_directory(directory), file
+
+
+def _locate(target: Path | None, state_dir: Path | None) -> tuple[Path, Path]:
     if target is None:
         directory = (state_dir or DEFAULT_STATE_DIR).absolute()
         return directory, directory / LATEST_FILE

@@ -33,6 +33,7 @@ from agent.limits import set_limits
 from agent.lock import StateDirectoryLock
 from agent.render import render_report
 from agent.store import LATEST_FILE, StateStore
+from agent.tamper import stop_if_tampered
 
 
 @app.command()
@@ -56,6 +57,8 @@ def resume(
                 f"resume continues from {directory / LATEST_FILE}; to go back to {file.name}, "
                 f"copy it over {LATEST_FILE} first"
             )
+        if not file.exists():
+            raise UsageError(f"no state file at {file}; start a run with `agent run --goal ...`")
         with StateDirectoryLock(directory):
             store = StateStore(directory)
             state = store.load()
@@ -67,10 +70,14 @@ def resume(
             if raised:
                 state.add_finding("budget set on the command line: " + "; ".join(raised))
                 settle_limit_questions(state, "budget raised on the command line: " + "; ".join(raised))
+            raw = store.secrets()
             if notify:
+                raw_notify = list(dict.fromkeys([*(raw.notify or state.run.notify), *notify]))
                 state.run.notify = list(dict.fromkeys([*state.run.notify, *notify]))
+                store.keep_secrets(raw_notify, raw.config_overrides)
             if config is not None:
                 state.run.config_file = str(config.absolute())
+            stop_if_tampered(store, state)
             if state.status == "done" or state.pending_questions():
                 store.save(state)
                 code = EXIT_DONE if state.status == "done" else EXIT_BLOCKED
@@ -79,8 +86,11 @@ def resume(
                 _report(store, code, json_output)
                 finish(code)
             config_file = Path(state.run.config_file) if state.run.config_file else None
-            settings = load_config(directory, config_file, overrides=state.run.config_overrides)
-            agent = prepare_agent(store, state, settings, resumed=True)
+            overrides = store.secrets().config_overrides or state.run.config_overrides
+            settings = load_config(directory, config_file, overrides=overrides)
+            agent = prepare_agent(
+                store, state, settings, resumed=True, notify=store.secrets().notify or state.run.notify
+            )
             code = run_session(agent, resumed=True, json_output=json_output)
     finish(code)
 

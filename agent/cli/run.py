@@ -27,8 +27,11 @@ from agent.cli.session import prepare_agent, run_session
 from agent.config import choose_policy, load_config
 from agent.events import UsageError
 from agent.lock import StateDirectoryLock
+from agent.notify import Notifier
+from agent.settings import AgentConfig
 from agent.state import ProjectState, RunSettings
 from agent.store import StateFileError, StateStore
+from agent.wiring import build_policy, check_scenario
 
 PolicyOption = Annotated[
     str | None,
@@ -90,6 +93,23 @@ def _make_room(store: StateStore, new: bool) -> None:
     progress(f"the previous run's files were moved to {archived}")
 
 
+def check_goal(goal: str) -> str:
+    """The goal as one non-empty line (it heads the hand-over note and every notification)."""
+    text = goal.strip()
+    if not text:
+        raise UsageError("the goal is empty; say what to achieve, e.g. --goal 'serve kimi with eagle3'")
+    if any(not character.isprintable() for character in text):
+        raise UsageError("the goal must be one line of text (no line breaks or control characters)")
+    return text
+
+
+def _check_run(settings: AgentConfig, notify: list[str]) -> None:
+    """Everything that can be a usage error, checked before the state directory is touched."""
+    Notifier([*settings.notify.channels, *notify], settings.notify, Path("."))
+    check_scenario(settings.sim)
+    build_policy(choose_policy(settings), settings, progress, simulated=settings.sim is not None)
+
+
 @app.command()
 def run(
     goal: Annotated[str, typer.Option("--goal", "-g", help="What to achieve, in words.")],
@@ -126,6 +146,7 @@ def run(
 ) -> None:
     """Start a new run on GOAL and keep going until it is done or a human is needed."""
     with usage_errors():
+        goal = check_goal(goal)
         directory, _ = locate(None, state_dir)
         given = (
             ("provider", provider),
@@ -140,9 +161,10 @@ def run(
             policy, script, sim, engine_python, limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm
         )
         config_file = config.absolute() if config is not None else None
+        settings = load_config(directory, config_file, overrides=overrides)
+        _check_run(settings, list(notify or []))
         with StateDirectoryLock(directory):
             store = StateStore(directory)
-            settings = load_config(directory, config_file, overrides=overrides)
             state = ProjectState(
                 goal=goal,
                 run=RunSettings(
@@ -154,7 +176,8 @@ def run(
                 ),
             )
             state.limits = settings.limits.model_copy()
-            agent = prepare_agent(store, state, settings, resumed=False)
+            agent = prepare_agent(store, state, settings, resumed=False, notify=list(notify or []))
             _make_room(store, new)
+            store.keep_secrets(list(notify or []), overrides)
             code = run_session(agent, resumed=False, json_output=json_output)
     finish(code)

@@ -32,10 +32,13 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
-def prepare_agent(store: StateStore, state: ProjectState, config: AgentConfig, *, resumed: bool) -> Agent:
-    """Build everything the run needs. Usage errors (bad notify spec, unknown scenario, missing policy)
-    surface here, before anything is written."""
-    channels = [*config.notify.channels, *state.run.notify]
+def prepare_agent(
+    store: StateStore, state: ProjectState, config: AgentConfig, *, resumed: bool, notify: list[str]
+) -> Agent:
+    """Build everything the run needs; ``notify``: the command-line targets as given (the state holds them
+    masked). Usage errors (bad notify spec, unknown scenario, missing policy) surface here, before anything
+    is written."""
+    channels = [*config.notify.channels, *notify]
     notifier = Notifier(channels, config.notify, store.state_dir, progress)
     host = build_host(state, store.state_dir)
     if resumed:

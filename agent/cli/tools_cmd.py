@@ -31,7 +31,7 @@ from agent.cli.common import (
 )
 from agent.config import load_config
 from agent.events import UsageError
-from agent.wiring import tool_session
+from agent.wiring import check_scenario, tool_session
 from tools.base import NeedsApproval
 from tools.catalog import default_registry
 
@@ -77,6 +77,7 @@ def run_tool(
         arguments = _arguments(args)
         directory, _ = locate(None, state_dir)
         settings = load_config(directory, config.absolute() if config is not None else None)
+        check_scenario(scenario_argument(sim))
         with tool_session(
             directory, settings, goal=DIRECT_GOAL, sim=scenario_argument(sim), progress=progress
         ) as session:

@@ -104,7 +104,11 @@ def build_message(
         hypothesis=question.hypothesis if question else "",
         tried=tried,
         summary=state.summary,
-        answer_command=answer_command(state_dir, question.id if question else None, bool(question and question.approval_word)) if waiting else None,
+        answer_command=answer_command(
+            state_dir, question.id if question else None, bool(question and question.approval_word)
+        )
+        if waiting
+        else None,
         resume_command=resume_command(state_dir) if event != "done" else None,
         status_command=f"agent status {shlex.quote(str(state_dir))}",
     )

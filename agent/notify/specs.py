@@ -11,21 +11,45 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from agent.events import UsageError
-from agent.notify.channels import Channel
+from agent.notify.channels import Channel, PermanentDeliveryError
 from agent.notify.command import CommandChannel
 from agent.notify.desktop import DesktopChannel
 from agent.notify.email import EmailChannel
 from agent.notify.http import NtfyChannel, SlackChannel, WebhookChannel
+from agent.notify.message import NotificationMessage
+from agent.settings import NotifySettings
+from tools.redact import MASK
+
+
+class MaskedChannel:
+    """A target the state holds masked and whose real form is gone (no secrets file): never sent to, so a
+    broken URL is never recorded as delivered."""
+
+    def __init__(self, spec: str) -> None:
+        self.label = spec.split(":", 1)[0] + ":(masked)"
+
+    def send(self, message: NotificationMessage, settings: NotifySettings) -> None:
+        raise PermanentDeliveryError("the target is masked in the state and its real form is missing")
 
 
 def parse_channel(spec: str) -> Channel:
     """Build the channel a spec names; a malformed spec is a :class:`UsageError`."""
+    try:
+        return _parse(spec)
+    except ValueError as error:  # urlsplit on a malformed URL (an unclosed IPv6 bracket, a bad port)
+        raise UsageError(f"notify spec {spec!r} is malformed: {error}") from None
+
+
+def _parse(spec: str) -> Channel:
+    if MASK in spec:
+        return MaskedChannel(spec)
     kind, _, target = spec.strip().partition(":")
     kind = kind.lower()
     if kind == "desktop":
         return DesktopChannel()
     if kind in ("webhook", "slack", "ntfy"):
-        if not target.startswith(("http://", "https://")) or not urlsplit(target).netloc:
+        parts = urlsplit(target)
+        if not target.startswith(("http://", "https://")) or not parts.hostname or parts.port == 0:
             raise UsageError(f"notify spec {kind}:... needs an http(s) URL, got {target!r}")
         if kind == "webhook":
             return WebhookChannel(target)

@@ -65,13 +65,17 @@ def _command_problem(command: SimpleCommand, cwd: Path, readable: Readable) -> s
     name, arguments = command.name, command.argv[1:]
     if bad := [target for target in command.redirects if target not in SAFE_REDIRECT_TARGETS]:
         return f"redirects to {bad[0]}"
-    if name == "ss" and any(item in ("-K", "--kill") or re.fullmatch(r"-[a-zA-Z]*K[a-zA-Z]*", item) for item in arguments):
+    if name == "ss" and any(
+        item in ("-K", "--kill") or re.fullmatch(r"-[a-zA-Z]*K[a-zA-Z]*", item) for item in arguments
+    ):
         return "ss -K closes sockets"
     if name in ANY_ARGUMENTS or arguments in EXACT.get(name, []):
         return None
     if name in NO_ARGUMENTS:
-        return None if not arguments or (name == "date" and all(item.startswith("+") for item in arguments)) else (
-            f"{name} with arguments can change the system or run another command"
+        return (
+            None
+            if not arguments or (name == "date" and all(item.startswith("+") for item in arguments))
+            else (f"{name} with arguments can change the system or run another command")
         )
     if name in FILE_READERS:
         return _reader_problem(command, cwd, readable)

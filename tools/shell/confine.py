@@ -16,6 +16,7 @@ from tools.hosts.sandbox import Confinement
 from tools.off_limits import secret_paths
 from tools.processes import live_processes
 
+
 def shell_confinement(context: ToolContext, timeout_seconds: float) -> Confinement:
     settings = context.settings
     roots = list(settings.allowed_write_roots)

@@ -13,8 +13,8 @@ import functools
 import glob
 import os
 import shutil
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 from tools.hosts.sandbox.confinement import Confinement
