@@ -3,7 +3,8 @@
 :func:`tools.redact.redact_value` walks every string of a document, which costs tens of
 milliseconds for a state with thousands of findings, and the state is saved several times a step.
 Almost always nothing in it needs masking (tools redact what they record), so
-:func:`redact_json_document` first screens the JSON text with cheap substring searches; each check
+:func:`redact_json_document` first screens the JSON text: one linear-time pass of the secret shapes
+(:func:`tools.secret_shapes.screen`) and cheap substring searches for secret-looking keys; each check
 is conservative (it may say "maybe" for text that is clean, never "clean" for text that is not), and
 only a "maybe" pays for the exact walk. The result is always what ``redact_value`` would produce.
 """
@@ -12,44 +13,14 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any
 
 from tools.redact import MASK, SECRET_WORDS, is_secret_name, known_secret_values, redact_value
+from tools.secret_shapes import screen
 
-# Whitespace as it appears inside JSON strings: raw, or escaped as \t \n \r.
-_SPACE = r"(?:\s|\\[tnr])"
-_ASSIGNED = (
-    rf"(?:api[_-]?key|token|secret|password|passwd)[\"'\\]*{_SPACE}*[:=]{_SPACE}*[\"'\\]*"
-    r"(?!\[redacted\])[^\s\"',;&]{6}"
-)
-
-# Substrings to look for in the lower-cased text, each with the probe (a superset of a pattern of
-# tools.redact) tried where it occurs, and whether it may be part of a secret-looking key. Together
-# the key anchors cover every word of SECRET_WORDS.
-_ANCHORS: list[tuple[str, re.Pattern[str] | None, bool]] = [
-    (anchor, re.compile(probe) if probe else None, key)
-    for anchor, probe, key in (
-        ("sk-", r"sk-[a-z0-9_\-]{8}", False),
-        ("hf_", r"hf_[a-z0-9]{16}", False),
-        ("xox", r"xox[abposr]-[a-z0-9\-]{10}", False),
-        ("gh", r"gh[pousr]_[a-z0-9]{20}", False),
-        ("akia", r"akia[0-9a-z]{16}", False),
-        ("bearer", rf"bearer{_SPACE}+[a-z0-9._\-]{{12}}", True),
-        ("api", _ASSIGNED, False),
-        ("token", _ASSIGNED, True),
-        ("secret", _ASSIGNED, True),
-        ("pass", _ASSIGNED, True),
-        ("key", None, True),
-        ("pwd", None, True),
-        ("credential", None, True),
-        ("auth", None, True),
-        ("cookie", None, True),
-        ("private", None, True),
-        ("sessionid", None, True),
-    )
-]
-assert all(any(anchor in word for anchor, _, key in _ANCHORS if key) for word in SECRET_WORDS)
+# Substrings of object keys that may look secret (together they cover every word of SECRET_WORDS).
+KEY_ANCHORS = ("key", "token", "secret", "pass", "pwd", "credential", "auth", "cookie", "private", "bearer", "session")
+assert all(any(anchor in word for anchor in KEY_ANCHORS) for word in SECRET_WORDS)
 
 
 def redact_json_document(text: str, indent: int | None = None) -> str:
@@ -66,13 +37,15 @@ def redact_json_document(text: str, indent: int | None = None) -> str:
 def _may_hold_secrets(text: str) -> bool:
     if any(form in text for form in _value_forms(known_secret_values())):
         return True
+    if screen(json_text=True).search(text.replace(MASK, "") if MASK in text else text):
+        return True  # (a masked value is no secret: "token": "[REDACTED]" must not look like one)
     lowered = text.lower()
     if len(lowered) != len(text):  # a character changed length when lower-cased: positions differ
         return True
-    for anchor, probe, key in _ANCHORS:
+    for anchor in KEY_ANCHORS:
         position = lowered.find(anchor)
         while position != -1:
-            if (probe is not None and probe.match(lowered, position)) or (key and _in_secret_key(text, position)):
+            if _in_secret_key(text, position):
                 return True
             position = lowered.find(anchor, position + 1)
     return False

@@ -1,10 +1,10 @@
 """Keep secrets out of everything the agent writes: state, journal, logs, notifications.
 
 Three layers: values of environment variables whose *names* look secret (and values registered with
-:func:`register_secret`) are replaced wherever they appear; well-known token shapes (OpenAI,
-Anthropic, Hugging Face, Slack, GitHub, AWS, bearer tokens, ``api_key=value`` pairs) are masked by
-pattern; and in documents, values under secret-looking keys are masked whole. Every writer calls
-:func:`redact_text` or :func:`redact_value` on its way to disk or network.
+:func:`register_secret`) are replaced wherever they appear; the shapes of secrets (detect-secrets'
+detectors, model-provider and Google keys, private-key blocks, passwords and tokens inside URLs: see
+:mod:`tools.secret_shapes`) are masked; and in documents, values under secret-looking keys are masked
+whole. Every writer calls :func:`redact_text` or :func:`redact_value` on its way to disk or network.
 
 A name looks secret when one of its words (split on punctuation and camelCase) is a secret word:
 ``api_key``, ``HF_TOKEN``, ``OPENAI_API_KEY``, ``password``, ``X-Auth-Token`` are secret;
@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-MASK = "[REDACTED]"
+from tools.secret_shapes import MASK, mask_shapes, screen
 
 SECRET_WORDS = frozenset(
     {
@@ -50,20 +50,6 @@ SECRET_WORDS = frozenset(
 )
 
 _WORD_BOUNDARY = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
-
-SECRET_PATTERNS = [
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"hf_[A-Za-z0-9]{16,}"),
-    re.compile(r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"gh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"AKIA[0-9A-Z]{16}"),
-    re.compile(r"(?i:(bearer\s+)[A-Za-z0-9._\-]{12,})"),
-    re.compile(r"(?i:((?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{6,})"),
-]
-
-# One pass over the text tells whether any pattern can match; most strings have no secret at all.
-_ANY_PATTERN = re.compile("|".join(pattern.pattern for pattern in SECRET_PATTERNS))
 
 _extra_secrets: set[str] = set()
 
@@ -142,16 +128,7 @@ def redact_text(text: str) -> str:
 def _redact_text(text: str, values: re.Pattern[str] | None) -> str:
     if values is not None:
         text = values.sub(MASK, text)
-    if not _ANY_PATTERN.search(text):
-        return text
-    for pattern in SECRET_PATTERNS:
-        text = pattern.sub(_mask, text)
-    return text
-
-
-def _mask(match: re.Match[str]) -> str:
-    """Keep a pattern's first group (the ``api_key=`` or ``Bearer`` prefix), mask the rest."""
-    return (match.group(1) or "") + MASK if match.re.groups else MASK
+    return mask_shapes(text) if screen().search(text) else text
 
 
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -11,6 +11,7 @@ from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
 from tools.logs.library import DiagnosisClass
 from tools.logs.tail_tool import LogTarget
 from tools.processes import resolve_process
+from tools.readable import readable_file
 from tools.redact import redact_text
 
 
@@ -58,9 +59,9 @@ class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
     timeout_seconds: ClassVar[float] = 60.0
 
     def run(self, args: DiagnoseLogArgs, context: ToolContext) -> DiagnoseLogOutput:
-        path = args.resolve(context)
         hints = hints_for(context, args.process, bool(args.path), args.stale_after_seconds)
-        diagnosis = diagnose_file(path, hints)
+        with readable_file(args.resolve(context), context) as path:
+            diagnosis = diagnose_file(path, hints)
         if diagnosis.key_line is not None:
             diagnosis.key_line = redact_text(diagnosis.key_line)
         diagnosis.evidence = [redact_text(line) for line in diagnosis.evidence]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+import re2
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,11 +124,18 @@ def read_since(path: Path, offset: int, *, max_bytes: int = 256 * 1024) -> Since
 
 
 def compile_filter(pattern: str | None, *, regex: bool) -> Callable[[str], bool] | None:
-    """A line predicate: case-insensitive substring, or a regular expression when ``regex``."""
+    """A line predicate: case-insensitive substring, or a regular expression when ``regex``. Expressions
+    are RE2 (linear time in the line, whatever the pattern: ``(a+)+$`` cannot hang the agent); a pattern
+    RE2 does not support (back-references, look-arounds) raises ``re.error``."""
     if not pattern:
         return None
     if regex:
-        compiled = re.compile(pattern)
+        options = re2.Options()
+        options.log_errors = False
+        try:
+            compiled = re2.compile(pattern, options)
+        except re2.error as error:
+            raise re.error(f"{error} (RE2 syntax: no back-references or look-arounds)") from None
         return lambda line: compiled.search(line) is not None
     needle = pattern.lower()
     return lambda line: needle in line.lower()

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.logs.reader import compile_filter, last_frame, read_last_lines, read_since
 from tools.processes import resolve_process
+from tools.readable import readable_file
 from tools.redact import redact_text
 
 
@@ -29,6 +30,7 @@ class LogTarget(ToolArgs):
         return self
 
     def resolve(self, context: ToolContext) -> Path:
+        """The log's path (it is read through :func:`tools.readable.readable_file`, which checks where it is)."""
         if self.path:
             path = Path(self.path).expanduser()
         else:
@@ -47,7 +49,7 @@ class TailLogArgs(LogTarget):
         "offset instead of the last lines; pass back new_offset next time.",
     )
     filter: str | None = Field(None, description="Keep only lines containing this text (case-insensitive).")
-    regex: bool = Field(False, description="Treat filter as a Python regular expression.")
+    regex: bool = Field(False, description="Treat filter as a regular expression (RE2 syntax).")
     max_bytes: int = Field(
         256 * 1024, ge=1024, le=16 * 1024 * 1024, description="Most bytes to scan; bounds the cost on multi-GB logs."
     )
@@ -68,14 +70,19 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
     name = "tail_log"
     description = (
         "Read the end of a log file (last N lines) or everything written since a byte offset; reads from "
-        "the end, so it is cheap on multi-GB engine logs. Optional filter. Use new_offset to follow a log."
+        "the end, so it is cheap on multi-GB engine logs. Optional filter. Use new_offset to follow a log. "
+        "Reads the logs of processes the agent started and configured log directories; other files ask a human."
     )
     args_model = TailLogArgs
     output_model = TailLogOutput
     timeout_seconds: ClassVar[float] = 60.0
 
     def run(self, args: TailLogArgs, context: ToolContext) -> TailLogOutput:
-        path = args.resolve(context)
+        shown = args.resolve(context)
+        with readable_file(shown, context) as path:
+            return self._read(args, shown, path)
+
+    def _read(self, args: TailLogArgs, shown: Path, path: Path) -> TailLogOutput:
         try:
             keep = compile_filter(args.filter, regex=args.regex)
         except re.error as error:
@@ -85,7 +92,7 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
             lines = [last_frame(line) for line in chunk.text.splitlines()]
             lines = [line for line in lines if keep is None or keep(line)][-args.lines :]
             return TailLogOutput(
-                log_path=str(path),
+                log_path=str(shown),
                 lines=_redacted(lines),
                 start_offset=chunk.start_offset,
                 new_offset=chunk.new_offset,
@@ -100,7 +107,7 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
             keep=None if keep is None else lambda line: keep(last_frame(line)),
         )
         return TailLogOutput(
-            log_path=str(path),
+            log_path=str(shown),
             lines=_redacted([last_frame(line) for line in tail.lines]),
             start_offset=tail.start_offset,
             new_offset=tail.end_offset,
