@@ -24,8 +24,9 @@ _EXTEND = re.compile(r"\s*(?:extend|yes|y|continue)(?:\s+(?:by\s+)?\$?\s*(?P<amo
 
 
 class Limits(BaseModel):
-    """The run's budgets, each finite and positive: the ``[limits]`` section of the configuration seeds them when a run starts; from
-    then on the state document holds them (answers and ``agent resume --max-*`` change them there)."""
+    """The run's budgets, each finite and positive: the ``[limits]`` section of the configuration seeds them
+    when a run starts; from then on the state document holds them (answers and ``agent resume --max-*``
+    change them there)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 

@@ -3,6 +3,7 @@ and the short report printed when a run stops."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,22 @@ MAX_FINDINGS = 30
 MAX_METRIC_COLUMNS = 8
 
 
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|!])")
+
+
+def one_line(text: str) -> str:
+    """Text from outside (a goal) as one line of plain Markdown: line breaks become spaces and the characters
+    that would make a heading, a link, emphasis or HTML are escaped."""
+    return MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+
+
 def render_status(state: ProjectState, state_dir: Path, holder_pid: int | None = None) -> str:
     """The full hand-over note."""
     running = f" (agent PID {holder_pid} is running it now)" if holder_pid else ""
     if state.status == "running" and not holder_pid:
         running = f" (but no agent is running it: it stopped unexpectedly; `{resume_command(state_dir)}`)"
     sections = [
-        f"# {state.goal}",
+        f"# {one_line(state.goal)}",
         f"Run `{state.run_id}`: **{state.status}**{running} at step {state.step}, policy "
         f"{state.policy or state.run.policy or 'not chosen yet'}; started {state.created_at}, "
         f"updated {state.updated_at}.",
@@ -53,7 +63,7 @@ def render_report(state: ProjectState, state_dir: Path) -> str:
     """What a run prints when it stops: the outcome, the open question, and what to do next."""
     report = f"; report with charts: {report_command(state_dir)}" if state.status == "done" else ""
     lines = [
-        f"{state.status.upper()}: {state.goal} (run {state.run_id}, {state.step} steps, "
+        f"{state.status.upper()}: {one_line(state.goal)} (run {state.run_id}, {state.step} steps, "
         f"{state.usage.wall_seconds:.0f} s, ${state.usage.cost_usd:.2f}){report}"
     ]
     if state.summary:
@@ -229,9 +239,8 @@ def render_question(question: Question, state_dir: Path) -> str:
         lines.append(f"  Best hypothesis: {question.hypothesis}")
     if question.options:
         lines.append(f"  Options: {' | '.join(question.options)}")
-    lines.append(
-        f"  Answer: `{answer_command(state_dir, question.id, question.approval_word is not None)}` then `{resume_command(state_dir)}`"
-    )
+    answer = answer_command(state_dir, question.id, question.approval_word is not None)
+    lines.append(f"  Answer: `{answer}` then `{resume_command(state_dir)}`")
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ policy loads the model SDKs).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -46,22 +47,18 @@ def build_host(state: ProjectState, state_dir: Path) -> Host:
 
 
 def own_code() -> list[Path]:
-    """The agent's own installed code: its packages (wherever they were imported from)."""
-    import agent
-    import prompts
-    import tools
-    import twin
-
-    return [Path(package.__file__).resolve().parent for package in (agent, tools, twin, prompts) if package.__file__]
+    """The agent's own installed code: its packages, wherever they are installed (located, not imported)."""
+    specs = [importlib.util.find_spec(name) for name in ("agent", "tools", "twin", "prompts")]
+    return [Path(spec.origin).resolve().parent for spec in specs if spec is not None and spec.origin]
 
 
 def check_scenario(scenario: str | None) -> None:
     """A :class:`UsageError` when ``--sim`` names no loadable scenario (checked before anything is written)."""
     if scenario:
-        from twin.loader import load_scenario
+        from tools.hosts.sim.host import SimHost
 
         try:
-            load_scenario(scenario)
+            SimHost.check_scenario(scenario)
         except (OSError, ValueError) as error:
             raise UsageError(f"cannot load simulation scenario {scenario!r}: {error}") from None
 

@@ -13,6 +13,7 @@ arbitrary command text directly instead. ``OPSLOOP_HEAVY=1`` multiplies the exam
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -280,7 +281,11 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolCont
         state_dir=state_dir,
         host=host,
         settings=ToolSettings(
-            engine_python=sys.executable, allowed_write_roots=[base], load_timeout_seconds=30, hang_after_seconds=5
+            engine_python=sys.executable,
+            allowed_write_roots=[base],
+            readable_log_dirs=[base],
+            load_timeout_seconds=30,
+            hang_after_seconds=5,
         ),
         checkpoint=lambda: store.save(state),
     )
@@ -294,6 +299,11 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolCont
 def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: tuple[ToolContext, Path]) -> None:
     context, base = sandbox
     valid = bases(base, str(context.host.model_dir))[tool]  # type: ignore[attr-defined]
+    if tool == "shell":  # hostile commands run in the sandbox: give them a scratch root of their own
+        (base / "scratch").mkdir(exist_ok=True)
+        context = dataclasses.replace(
+            context, settings=context.settings.model_copy(update={"allowed_write_roots": [base / "scratch"]})
+        )
     outcomes: dict[str, int] = {}
 
     @settings(
@@ -308,7 +318,7 @@ def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: 
         try:
             result = REGISTRY.execute(tool, arguments, context)
         except NeedsApproval as request:
-            assert tool == "shell" and request.reason and request.evidence
+            assert tool in ("shell", "tail_log", "diagnose_log") and request.reason and request.evidence
             outcomes["needs approval"] = outcomes.get("needs approval", 0) + 1
             return
         finally:

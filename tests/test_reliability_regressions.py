@@ -170,7 +170,7 @@ def test_an_invalid_filter_regex_is_a_clear_tail_log_error(tmp_path: Path) -> No
         state=ProjectState(goal="tail"),
         state_dir=tmp_path,
         host=LocalHost(exit_dir=tmp_path),
-        settings=ToolSettings(engine_python=sys.executable),
+        settings=ToolSettings(engine_python=sys.executable, readable_log_dirs=[tmp_path]),
     )
     result = default_registry().execute("tail_log", {"path": str(log), "filter": "(", "regex": True}, context)
     assert not result.ok and result.error is not None

@@ -1,5 +1,6 @@
 """Hostile input against the guards: patch_file under a live symlink race, a reused PID in the state,
-every destructive shell pattern, and several agents racing for one state directory.
+every destructive shell pattern asked to run outside the sandbox, and several agents racing for one state
+directory. (The same patterns run inside the sandbox are in test_security_sandbox.py.)
 
 patch_file's single-shot cases (``..``, absolute paths, links pointing out, one swap between check and
 write) are in test_patch.py; here a thread swaps the target for a link to a file outside the roots,
@@ -155,8 +156,10 @@ def test_a_foreign_process_that_reuses_a_recorded_pid_is_never_signalled(
     assert stopped.ok and stopped.output is not None and not stopped.output["sent_sigterm"], stopped
     assert "belongs to another process" in stopped.output["message"]
     assert status.ok or "another process" in (status.error or "")
-    with pytest.raises(NeedsApproval, match=f"process {foreign.pid} was not started by the agent"):
-        REGISTRY.execute("shell", {"command": f"kill -9 {foreign.pid}"}, context)
+    contained = REGISTRY.execute("shell", {"command": f"kill -9 {foreign.pid}"}, context)
+    assert contained.ok and contained.output is not None and contained.output["exit_code"] != 0, contained
+    with pytest.raises(NeedsApproval, match="approval"):
+        REGISTRY.execute("shell", {"command": f"kill -9 {foreign.pid}", "outside_sandbox": "kill it"}, context)
     state.processes[0].state = "ready"
     notes = reconcile_processes(state, context.host)
     assert any("belongs to another process, which will not be touched" in note for note in notes)
@@ -244,15 +247,16 @@ def foreign_sleep() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("command", DESTRUCTIVE)
-def test_every_destructive_shell_pattern_escalates_and_does_not_run(
+def test_every_destructive_pattern_asked_outside_the_sandbox_escalates_and_does_not_run(
     command: str, tmp_path: Path, foreign_sleep: None
 ) -> None:
     host = DryHost(tmp_path / "exits")
     context = _context(tmp_path, [tmp_path])
     context.host = host
     with pytest.raises(NeedsApproval) as raised:
-        REGISTRY.execute("shell", {"command": command, "cwd": str(tmp_path)}, context)
+        REGISTRY.execute("shell", {"command": command, "cwd": str(tmp_path), "outside_sandbox": "asked"}, context)
     assert raised.value.evidence[0] == f"command: {command}"
+    assert any(line.startswith("guard: ") and "no known" not in line for line in raised.value.evidence)
     assert raised.value.options == ["approve", "deny"]
     assert host.commands == [], "the guard let a destructive command through to the host"
 
@@ -261,7 +265,7 @@ def test_a_destructive_command_blocks_the_run_until_approved_and_runs_once(
     tmp_path: Path, foreign: subprocess.Popen[bytes]
 ) -> None:
     state_dir = tmp_path / "state"
-    kill = {"tool": "shell", "arguments": {"command": f"kill -9 {foreign.pid}"}}
+    kill = {"tool": "shell", "arguments": {"command": f"kill -9 {foreign.pid}", "outside_sandbox": "stop it"}}
     script = write_script(tmp_path / "plan.json", [kill, kill, kill, {"finish": "done"}])
     blocked = run_agent("run", "-g", "guard", "--script", script, "--state-dir", state_dir)
     assert blocked.returncode == 3, blocked.stderr

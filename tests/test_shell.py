@@ -1,4 +1,5 @@
-"""The shell tool: destructive commands escalate, safe ones run, timeouts kill the whole group."""
+"""The shell tool: commands run in the sandbox; outside it only with an approval (the guard explains the
+command to the human); without a sandbox only read-only diagnostics run; timeouts kill everything."""
 
 from __future__ import annotations
 
@@ -107,17 +108,21 @@ DESTRUCTIVE = [
 
 
 @pytest.mark.parametrize("template", DESTRUCTIVE)
-def test_destructive_commands_escalate_instead_of_running(context: ToolContext, template: str) -> None:
+def test_destructive_commands_asked_outside_the_sandbox_escalate_with_the_guards_reading(
+    context: ToolContext, template: str
+) -> None:
     command = template.replace("{state}", str(context.state_dir))
     context.host = GuardedHost(exit_dir=context.state_dir / "exits")
     with pytest.raises(NeedsApproval) as raised:
-        shell(context, command)
-    assert raised.value.evidence[0] == f"command: {command}"
+        shell(context, command, outside_sandbox="the task needs it")
+    evidence = raised.value.evidence
+    assert evidence[0] == f"command: {command}" and "needs: the task needs it" in evidence
+    assert any(line.startswith("guard: ") and "no known destructive pattern" not in line for line in evidence)
     assert raised.value.options == ["approve", "deny"]
     assert context.state_dir.exists()
 
 
-def test_killing_processes_the_agent_did_not_start_escalates(
+def test_killing_processes_the_agent_did_not_start_is_explained_to_the_human(
     context: ToolContext, foreign: subprocess.Popen[bytes]
 ) -> None:
     marker = foreign.marker  # type: ignore[attr-defined]
@@ -129,9 +134,23 @@ def test_killing_processes_the_agent_did_not_start_escalates(
         f"sudo pkill -9 -f {marker}",
         f"killall {Path(sys.executable).name}",
     ):
-        with pytest.raises(NeedsApproval, match="not start"):
-            shell(context, command)
+        with pytest.raises(NeedsApproval) as raised:
+            shell(context, command, outside_sandbox="signals a process")
+        assert any("not start" in line for line in raised.value.evidence)
     assert foreign.poll() is None
+
+
+def test_without_a_sandbox_only_read_only_diagnostics_run_unasked(context: ToolContext) -> None:
+    context.settings.shell_sandbox = "off"
+    for command in ("echo hello", "ps -e | grep -c python", "df -h /", "uname -a"):
+        result = shell(context, command)
+        assert result.ok and result.output is not None, result.error
+        assert result.output["confinement"] == "read-only allow-list (no sandbox)"
+    for command in ("touch x", "rm -rf ~", "cat /etc/shadow", "bash -lc 'id'", "python3 -c 'print(1)'"):
+        with pytest.raises(NeedsApproval) as raised:
+            shell(context, command)
+        assert "no sandbox here" in raised.value.reason
+    assert not (context.settings.allowed_write_roots[0] / "x").exists()
 
 
 SAFE = [
@@ -174,30 +193,31 @@ def test_output_and_files_are_real(context: ToolContext) -> None:
     assert failed.output["exit_code"] != 0 and "No such file" in failed.output["stderr"]
 
 
-def test_killing_the_agents_own_processes_runs(context: ToolContext) -> None:
-    marker = f"opsloop-own-{uuid.uuid4().hex[:8]}"  # unique: other test runs may share the machine
+def test_the_agents_own_processes_are_out_of_the_sandboxs_reach_too(context: ToolContext) -> None:
+    """A fresh PID namespace: kill inside the sandbox reaches no process outside it (stop_engine does)."""
     record = start_process(context, name="sleeper", argv=[sys.executable, fake("sleeper.py")])
-    marker_record = start_process(context, name="sleeper2", argv=[sys.executable, fake("sleeper.py"), marker])
     try:
-        assert shell(context, f"kill -TERM {record.pid}").ok
-        assert wait_for(lambda: not context.host.status(record.pid, record.create_time).alive)
-        # The supervisor starts the sleeper a moment after it is recorded; a process that appears between the
-        # guard's ownership check and its pattern match is (safely) taken for a foreign one.
-        assert wait_for(lambda: len(_group_members(marker_record.pid)) >= 2)
-        assert shell(context, f"pkill -f 'sleeper.py {marker}'").ok
-        assert wait_for(lambda: not context.host.status(marker_record.pid, marker_record.create_time).alive)
+        result = shell(context, f"kill -TERM {record.pid}")
+        assert result.ok and result.output is not None and result.output["exit_code"] != 0
+        assert "No such process" in result.output["stderr"] and result.output["hint"]
+        assert context.host.status(record.pid, record.create_time).alive
     finally:
-        for item in (record, marker_record):
-            stop_process(item, context.host, grace_seconds=2)
+        stop_process(record, context.host, grace_seconds=2)
 
 
-def test_timeout_kills_the_whole_process_group(context: ToolContext) -> None:
-    result = shell(context, "sleep 30 & echo $!; sleep 30", timeout_seconds=0.5)
+def test_timeout_kills_every_process_of_the_command(context: ToolContext) -> None:
+    duration = f"30.{uuid.uuid4().int % 10**9}"  # a command line no other test has
+    result = shell(context, f"sleep {duration} & setsid sleep {duration} & sleep {duration}", timeout_seconds=0.5)
     assert result.ok and result.output is not None and result.output["timed_out"]
-    background = int(result.output["stdout"].split()[0])
-    assert wait_for(
-        lambda: not psutil.pid_exists(background) or psutil.Process(background).status() == psutil.STATUS_ZOMBIE
-    )
+
+    def left() -> list[psutil.Process]:
+        return [
+            process
+            for process in psutil.process_iter(["cmdline"])
+            if process.info["cmdline"] == ["sleep", duration] and process.status() != psutil.STATUS_ZOMBIE
+        ]
+
+    assert wait_for(lambda: not left())
 
 
 def test_long_output_is_capped_and_saved_in_full(context: ToolContext) -> None:
@@ -209,7 +229,7 @@ def test_long_output_is_capped_and_saved_in_full(context: ToolContext) -> None:
 def test_an_approved_command_runs_once(context: ToolContext, foreign: subprocess.Popen[bytes]) -> None:
     command = f"kill -9 {foreign.pid}"
     with pytest.raises(NeedsApproval) as raised:
-        shell(context, command)
+        shell(context, command, outside_sandbox="signals a process the agent did not start")
     request = raised.value
     record_question(
         context.state,
@@ -218,30 +238,37 @@ def test_an_approved_command_runs_once(context: ToolContext, foreign: subprocess
             evidence=request.evidence,
             options=request.options,
             question_kind="approval",
+            approval_word="approve",
         ),
     )
     answer_question(context.state, "approve")
-    result = shell(context, command)
+    result = shell(context, command, outside_sandbox="signals a process the agent did not start")
     assert result.ok and result.output is not None and result.output["approved_by_question"] == "q1"
     assert foreign.wait(timeout=5) == -9
     with pytest.raises(NeedsApproval):
-        shell(context, command)
+        shell(context, command, outside_sandbox="signals a process the agent did not start")
 
 
 def test_a_denied_command_stays_blocked(context: ToolContext) -> None:
     with pytest.raises(NeedsApproval) as raised:
-        shell(context, "rm -rf ~")
+        shell(context, "rm -rf ~", outside_sandbox="cleans up")
     record_question(
-        context.state, Ask(question="shell needs approval", evidence=raised.value.evidence, question_kind="approval")
+        context.state,
+        Ask(
+            question="shell needs approval",
+            evidence=raised.value.evidence,
+            question_kind="approval",
+            approval_word="approve",
+        ),
     )
     answer_question(context.state, "deny")
     with pytest.raises(NeedsApproval):
-        shell(context, "rm -rf ~")
+        shell(context, "rm -rf ~", outside_sandbox="cleans up")
 
 
-def test_unparsable_commands_and_bad_directories_are_errors(context: ToolContext) -> None:
+def test_unparsable_commands_fail_in_the_shell_and_bad_directories_are_errors(context: ToolContext) -> None:
     unbalanced = shell(context, "echo 'unterminated")
-    assert not unbalanced.ok and "not run" in (unbalanced.error or "")
+    assert unbalanced.ok and unbalanced.output is not None and unbalanced.output["exit_code"] != 0
     nowhere = shell(context, "ls", cwd="/no/such/dir")
     assert not nowhere.ok and "does not exist" in (nowhere.error or "")
 

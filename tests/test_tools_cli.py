@@ -37,6 +37,10 @@ def test_probe_system_records_the_environment_in_the_state(tmp_path: Path) -> No
 
 def test_diagnose_log_tool_keeps_the_key_line(tmp_path: Path) -> None:
     arguments = json.dumps({"path": str(LOGS / "sglang-sm120-no-kernel.log")})
+    (tmp_path / "state").mkdir()
+    outside = run_agent("tool", "diagnose_log", "--args", arguments, "--state-dir", tmp_path / "state")
+    assert outside.returncode == 3 and "needs approval" in json.loads(outside.stdout)["needs_approval"]
+    (tmp_path / "state" / "agent.toml").write_text(f'[tools]\nreadable_log_dirs = ["{LOGS}"]\n')
     result = run_agent("tool", "diagnose_log", "--args", arguments, "--state-dir", tmp_path / "state")
     assert result.returncode == 0, result.stderr
     output = json.loads(result.stdout)["output"]

@@ -17,6 +17,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import re2
 
+from tools.secret_names import is_secret_name
+
 MASK = "[REDACTED]"
 SKIPPED_DETECTORS = {"IPPublicDetector"}
 _INLINE_FLAGS = {re.IGNORECASE: "i", re.MULTILINE: "m", re.DOTALL: "s", re.VERBOSE: "x"}
@@ -147,8 +149,6 @@ def strip_url(url: str) -> str:
 
 
 def is_secret_query(name: str) -> bool:
-    from tools.redact import is_secret_name
-
     return is_secret_name(name) or name.lower() in SECRET_QUERY_NAMES
 
 

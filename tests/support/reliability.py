@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 
 from agent.state import ProjectState
+from support.cli import wait_for
 
 EXIT_DONE, EXIT_BLOCKED = 0, 3
 ENGINE_MODULE = "twin.engine"
@@ -88,17 +89,30 @@ class EngineWatcher:
 
 
 def kill_state_processes(state_dir: Path) -> None:
-    """SIGKILL every process group this state directory's runs started (engines outlive the agent)."""
+    """SIGKILL every process group this state directory's runs started (engines outlive the agent), and wait
+    until each is gone: a signal is not a death, and on a busy machine the next call could still find the
+    process alive (a drafter run "still running" under the same name)."""
     path = state_dir / "latest.json"
     records = json.loads(path.read_text(encoding="utf-8")).get("processes", []) if path.exists() else []
     identities = [(record["pid"], record["create_time"]) for record in records]
     identities += [supervisor for supervisor in engine_identities(state_dir).values() if supervisor]
+    killed = []
     for pid, create_time in identities:
         try:
-            if abs(psutil.Process(pid).create_time() - create_time) < 1e-3:
+            process = psutil.Process(pid)
+            if abs(process.create_time() - create_time) < 1e-3:
                 os.killpg(pid, signal.SIGKILL)
+                killed.append(process)
         except (psutil.Error, ProcessLookupError, PermissionError):
             continue
+    assert wait_for(lambda: all(_gone(process) for process in killed), timeout=60), "a killed process lived on"
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE  # dead; its parent has yet to collect it
+    except psutil.NoSuchProcess:
+        return True
 
 
 # -- the state and the journal, as a human would read them -----------------------------------------------

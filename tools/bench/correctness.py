@@ -7,6 +7,7 @@ non-empty, free of repetition loops and garbled characters, and contain the expe
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from typing import Any
@@ -31,6 +32,10 @@ PROBES = [
     Probe(name="counting", prompt="Count from 1 to 5, separated by commas.", expect_in_order=["1", "2", "3", "4", "5"]),
     Probe(name="antonym", prompt="What is the opposite of hot? Answer in one word.", expect_any=["cold"]),
 ]
+
+
+class ProbeUnanswered(Exception):
+    """The server did not answer a probe in time (or could not be reached): the verdict would mean nothing."""
 
 
 class ProbeResult(BaseModel):
@@ -129,6 +134,8 @@ async def _ask(
     )
     request = endpoint.request_bytes("POST", PATHS[kind], build_encoder()(body))
     outcome = await stream(connection, request, timeout=timeout, collect_text=True)
+    if outcome.error is not None and outcome.error.startswith(("no complete response", "cannot connect")):
+        raise ProbeUnanswered(f"probe {probe.name!r}: {outcome.error}")
     if outcome.error is not None and outcome.error != "the stream ended without any generated text":
         return ProbeResult(
             name=probe.name, passed=False, problems=[f"request failed: {outcome.error}"], answer=outcome.text[:300]
@@ -144,23 +151,39 @@ async def run_probes(
     max_tokens: int = 256,
     extra_body: dict[str, Any] | None = None,
     timeout: float = 120.0,
+    request_timeout: float | None = None,
 ) -> CorrectnessVerdict:
+    """Ask every probe; ``timeout`` bounds the whole probe and ``request_timeout`` each request. Raises
+    :class:`ProbeUnanswered` at the first request the server does not answer in time (a silent server is
+    not asked four more times) and when the whole probe runs out of time."""
     endpoint = Endpoint.parse(base_url)
     connection = Connection(endpoint)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    results = []
     try:
-        results = [
-            await _ask(
-                endpoint,
-                connection,
-                probe,
-                kind=kind,
-                model=model,
-                max_tokens=max_tokens,
-                extra_body=dict(extra_body or {}),
-                timeout=timeout,
+        for probe in PROBES:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise ProbeUnanswered(f"the probe did not finish within {timeout:.0f} s")
+            limit = min(remaining, request_timeout or remaining)
+            results.append(
+                await asyncio.wait_for(
+                    _ask(
+                        endpoint,
+                        connection,
+                        probe,
+                        kind=kind,
+                        model=model,
+                        max_tokens=max_tokens,
+                        extra_body=dict(extra_body or {}),
+                        timeout=limit,
+                    ),
+                    limit + 1.0,
+                )
             )
-            for probe in PROBES
-        ]
+    except TimeoutError:
+        raise ProbeUnanswered(f"the probe did not finish within {timeout:.0f} s") from None
     finally:
         connection.close()
     passed = sum(result.passed for result in results)

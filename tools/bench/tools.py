@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.bench import sglang_backend
-from tools.bench.correctness import CorrectnessVerdict, run_probes
+from tools.bench.correctness import PROBES, CorrectnessVerdict, ProbeUnanswered, run_probes
 from tools.bench.prompts import EndpointKind
 from tools.bench.record import record_benchmark, record_correctness
 from tools.bench.runner import BenchParams, BenchRun, LevelReport, run_sweep
@@ -126,7 +126,15 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
         verdict: CorrectnessVerdict | None = None
         if args.correctness_probe:
             context.progress("correctness probe")
-            verdict = _probe(args.base_url, args.model, args.endpoint, args.extra_body, 256)
+            verdict = _probe(
+                args.base_url,
+                args.model,
+                args.endpoint,
+                args.extra_body,
+                256,
+                timeout=min(args.timeout_seconds, args.request_timeout_seconds * len(PROBES)),
+                request_timeout=args.request_timeout_seconds,
+            )
             record_correctness(context.state, verdict, args.base_url)
         if args.backend == "sglang":
             run = _run_sglang(args, context)
@@ -158,10 +166,29 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
 
 
 def _probe(
-    base_url: str, model: str, kind: EndpointKind, extra_body: dict[str, Any], max_tokens: int
+    base_url: str,
+    model: str,
+    kind: EndpointKind,
+    extra_body: dict[str, Any],
+    max_tokens: int,
+    *,
+    timeout: float,
+    request_timeout: float | None = None,
 ) -> CorrectnessVerdict:
     try:
-        return asyncio.run(run_probes(base_url, model, kind=kind, max_tokens=max_tokens, extra_body=extra_body))
+        return asyncio.run(
+            run_probes(
+                base_url,
+                model,
+                kind=kind,
+                max_tokens=max_tokens,
+                extra_body=extra_body,
+                timeout=timeout,
+                request_timeout=request_timeout,
+            )
+        )
+    except ProbeUnanswered as error:
+        raise ToolError(f"the server did not answer the correctness probe: {error}") from None
     except ValueError as error:
         raise ToolError(str(error)) from None
 
@@ -174,6 +201,7 @@ class CheckCorrectnessArgs(ToolArgs):
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="Merged into each request, e.g. to turn thinking off"
     )
+    timeout_seconds: float = Field(default=300.0, gt=0, le=3600, description="Limit for the whole probe")
 
 
 class CheckCorrectnessOutput(ToolOutput):
@@ -189,10 +217,14 @@ class CheckCorrectnessTool(Tool[CheckCorrectnessArgs, CheckCorrectnessOutput]):
     )
     args_model = CheckCorrectnessArgs
     output_model = CheckCorrectnessOutput
-    timeout_seconds = 900.0
+
+    def timeout_for(self, args: CheckCorrectnessArgs) -> float:
+        return args.timeout_seconds + 30.0
 
     def run(self, args: CheckCorrectnessArgs, context: ToolContext) -> CheckCorrectnessOutput:
-        verdict = _probe(args.base_url, args.model, args.endpoint, args.extra_body, args.max_tokens)
+        verdict = _probe(
+            args.base_url, args.model, args.endpoint, args.extra_body, args.max_tokens, timeout=args.timeout_seconds
+        )
         record_correctness(context.state, verdict, args.base_url)
         context.checkpoint()
         return CheckCorrectnessOutput(verdict=verdict)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-
-import re2
 from dataclasses import dataclass
 from pathlib import Path
+
+import re2
 
 BLOCK_BYTES = 64 * 1024
 

@@ -96,8 +96,7 @@ class ShellTool(Tool[ShellArgs, ShellOutput]):
 
     def run(self, args: ShellArgs, context: ToolContext) -> ShellOutput:
         cwd = _working_directory(args, context)
-        argv = ["bash", "-c", args.command] if SHELL_SYNTAX.search(args.command) else shlex.split(args.command)
-        argv = context.host.translate(argv)
+        argv = context.host.translate(_argv(args.command))
         problem = sandbox_problem() if context.settings.shell_sandbox == "auto" else "the sandbox is turned off"
         if args.outside_sandbox is None and problem is None:
             confinement = shell_confinement(context, args.timeout_seconds)
@@ -129,6 +128,17 @@ class ShellTool(Tool[ShellArgs, ShellOutput]):
         return context.host.run(
             argv, timeout=args.timeout_seconds, cwd=cwd, output_cap_bytes=OUTPUT_CAP_BYTES, confinement=confinement
         )
+
+
+def _argv(command: str) -> list[str]:
+    """A plain command runs as itself (so the simulated host can swap in its stand-ins); anything with shell
+    syntax, or that shlex cannot split, runs through bash, which reports its own errors."""
+    if not SHELL_SYNTAX.search(command):
+        try:
+            return shlex.split(command)
+        except ValueError:
+            pass
+    return ["bash", "-c", command]
 
 
 def _hint(result: CommandResult) -> str | None:

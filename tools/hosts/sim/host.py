@@ -43,6 +43,11 @@ class SimHost(LocalHost):
         scenario, path = load_scenario(name_or_path)
         return cls(scenario, path, state_dir)
 
+    @staticmethod
+    def check_scenario(name_or_path: str) -> None:
+        """Raise ScenarioError (a ValueError) or OSError when the scenario cannot be loaded; writes nothing."""
+        load_scenario(name_or_path)
+
     # -- facts a caller may want besides the Host contract ---------------------------------------------
 
     @property
