@@ -25,6 +25,15 @@ HF_TOKEN = "hf_" + "Xv7" * 12
 PASSWORD = "correct-horse-battery-staple-42"  # no telling shape: only MY_SERVICE_PASSWORD marks it
 STRAY_KEY = "sk-ant-admin01-" + "Qp4" * 12  # in no variable: only its shape gives it away
 STRAY_TOKEN = "hf_" + "Rk5" * 12
+SLACK_HOOK = "https://hooks.slack.com/services/T0OPSLOOP/B0OPSLOOP/" + "Sx4" * 8
+URL_PASSWORD = "url-pass-" + "Ud6" * 6  # in user:password@ URLs only
+LLM_PASSWORD = "llm-pass-" + "Lm3" * 6
+KEY_BODY = "MIIEpAIBAAKCAQEA" + "Kb7" * 20  # the body of a private key
+PRIVATE_KEY = f"-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}\n{KEY_BODY[::-1]}\n-----END RSA PRIVATE KEY-----"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "Aw2" * 6
+GITLAB_TOKEN = "glpat-" + "Gl9" * 7
+GOOGLE_KEY = "AIzaSy" + "Go1" * 11
+NOTIFY_TOKEN = "ntok" + "Nt8" * 6
 SECRETS = {
     "anthropic key": ANTHROPIC_KEY,
     "openai key": OPENAI_KEY,
@@ -32,7 +41,20 @@ SECRETS = {
     "password": PASSWORD,
     "stray key": STRAY_KEY,
     "stray token": STRAY_TOKEN,
+    "slack webhook": SLACK_HOOK.rsplit("/", 1)[1],
+    "url password": URL_PASSWORD,
+    "llm base url password": LLM_PASSWORD,
+    "private key body": KEY_BODY,
+    "private key body (2)": KEY_BODY[::-1],
+    "aws secret key": AWS_SECRET,
+    "gitlab token": GITLAB_TOKEN,
+    "google key": GOOGLE_KEY,
+    "notify token": NOTIFY_TOKEN,
 }
+OTHERS = (
+    f"slack {SLACK_HOOK} pip https://ops:{URL_PASSWORD}@pypi.example.test/simple {GITLAB_TOKEN} {GOOGLE_KEY} "
+    f"aws_secret_access_key = {AWS_SECRET}"
+)
 
 
 def _plan(tmp_path: Path, log: Path, target: Path, model_path: str) -> Path:
@@ -46,7 +68,7 @@ def _plan(tmp_path: Path, log: Path, target: Path, model_path: str) -> Path:
                     "findings": [
                         {
                             "summary": f"keys {ANTHROPIC_KEY} {OPENAI_KEY}",
-                            "evidence": [f"HF_TOKEN={HF_TOKEN}", STRAY_KEY],
+                            "evidence": [f"HF_TOKEN={HF_TOKEN}", STRAY_KEY, OTHERS, PRIVATE_KEY],
                         }
                     ]
                 },
@@ -55,7 +77,7 @@ def _plan(tmp_path: Path, log: Path, target: Path, model_path: str) -> Path:
                 "tool": "shell",
                 "arguments": {
                     "command": f'echo "$HF_TOKEN $MY_SERVICE_PASSWORD {STRAY_TOKEN}"; '
-                    f"{long_output}; echo $ANTHROPIC_API_KEY {STRAY_KEY}"
+                    f"{long_output}; echo $ANTHROPIC_API_KEY {STRAY_KEY}; cat {log}; echo $PIP_INDEX_URL"
                 },
             },
             {"tool": "tail_log", "arguments": {"path": str(log), "lines": 20}},
@@ -79,7 +101,12 @@ def _plan(tmp_path: Path, log: Path, target: Path, model_path: str) -> Path:
                         "engine": "sglang",
                         "model_path": model_path,
                         "port": 39_171,
-                        "env": {"HF_TOKEN": HF_TOKEN, "EXTRA": f"password={PASSWORD}"},
+                        "env": {
+                            "HF_TOKEN": HF_TOKEN,
+                            "EXTRA": f"password={PASSWORD}",
+                            "MIRROR": f"https://ops:{URL_PASSWORD}@mirror.example.test/",
+                            "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+                        },
                         "extra_flags": ["--api-key", OPENAI_KEY],
                     },
                 },
@@ -87,7 +114,7 @@ def _plan(tmp_path: Path, log: Path, target: Path, model_path: str) -> Path:
             {"tool": "stop_engine", "arguments": {"name": "engine-1", "grace_seconds": 5}},
             {
                 "ask": f"Is {OPENAI_KEY} the right key for {PASSWORD}?",
-                "evidence": [f"Authorization: Bearer {STRAY_KEY}"],
+                "evidence": [f"Authorization: Bearer {STRAY_KEY}", OTHERS],
                 "hypothesis": f"the token {HF_TOKEN} expired",
                 "options": [f"use {STRAY_TOKEN}", "stop"],
             },
@@ -109,7 +136,8 @@ def test_planted_secrets_appear_in_nothing_the_run_writes_or_sends(
     log = tmp_path / "engine.log"
     log.write_text(
         f"[TP0] Load weight begin\nHF_TOKEN={HF_TOKEN} Authorization: Bearer {STRAY_KEY}\n"
-        f"[TP0] api_key={OPENAI_KEY}\nRuntimeError: CUDA error: out of memory ({STRAY_TOKEN})\n"
+        f"[TP0] api_key={OPENAI_KEY}\n{OTHERS}\n{PRIVATE_KEY}\n"
+        f"RuntimeError: CUDA error: out of memory ({STRAY_TOKEN})\n"
     )
     target = work / "settings.py"
     target.write_text("token = None\n")
@@ -119,9 +147,15 @@ def test_planted_secrets_appear_in_nothing_the_run_writes_or_sends(
         f'"email:oncall@example.test", "command:cat > {command_out}; echo \\"$OPSLOOP_MESSAGE_JSON\\" >> '
         f'{command_out}"]\nattempts = 1\n[notify.smtp]\nhost = "127.0.0.1"\nport = {smtp_sink.port}\n'
         f'sender = "opsloop@example.test"\n[tools]\nallowed_write_roots = ["{work}"]\n'
+        f'readable_log_dirs = ["{tmp_path}"]\n'
     )
     environment = agent_environment(
-        ANTHROPIC_API_KEY=ANTHROPIC_KEY, OPENAI_API_KEY=OPENAI_KEY, HF_TOKEN=HF_TOKEN, MY_SERVICE_PASSWORD=PASSWORD
+        ANTHROPIC_API_KEY=ANTHROPIC_KEY,
+        OPENAI_API_KEY=OPENAI_KEY,
+        HF_TOKEN=HF_TOKEN,
+        MY_SERVICE_PASSWORD=PASSWORD,
+        PIP_INDEX_URL=f"https://ops:{URL_PASSWORD}@pypi.example.test/simple",
+        AWS_SECRET_ACCESS_KEY=AWS_SECRET,
     )
     model_dir = load_scenario("h100-healthy")[0].model.dir_name
     model_path = str(state_dir / "sim" / "h100-healthy" / "fs" / "models" / model_dir)
@@ -139,7 +173,9 @@ def test_planted_secrets_appear_in_nothing_the_run_writes_or_sends(
             "--sim",
             "h100-healthy",
             "--notify",
-            f"webhook:{http_receiver.url('/hook')}",
+            f"webhook:{http_receiver.url('/hook')}?token={NOTIFY_TOKEN}",
+            "--llm-base-url",
+            f"http://ops:{LLM_PASSWORD}@127.0.0.1:9/v1",
             "--state-dir",
             state_dir,
             environment=environment,
@@ -147,7 +183,12 @@ def test_planted_secrets_appear_in_nothing_the_run_writes_or_sends(
         )
         assert blocked.returncode == 3, blocked.stderr[-3000:]
         answered = run_agent(
-            "ask", "--answer", f"use {STRAY_TOKEN} with {PASSWORD}", "--state-dir", state_dir, environment=environment
+            "ask",
+            "--answer",
+            f"use {STRAY_TOKEN} with {PASSWORD} via https://ops:{URL_PASSWORD}@proxy.example.test {GITLAB_TOKEN}",
+            "--state-dir",
+            state_dir,
+            environment=environment,
         )
         done = run_agent("resume", state_dir, environment=environment, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -167,10 +208,16 @@ def test_planted_secrets_appear_in_nothing_the_run_writes_or_sends(
     assert any(path.parent.name == "outputs" for path in state_dir.rglob("*")), "no full output was saved"
     assert target.read_text() == f'token = "{STRAY_TOKEN}"\n', "the patch itself must be made as asked"
 
+    raw = json.loads((state_dir / "secrets.json").read_text())
+    assert raw["notify"] == [f"webhook:{http_receiver.url('/hook')}?token={NOTIFY_TOKEN}"], "the raw target is kept"
+    assert LLM_PASSWORD in raw["config_overrides"]["llm"]["base_url"]
+    assert (state_dir / "secrets.json").stat().st_mode & 0o077 == 0
+    hook_paths = [request.path for request in http_receiver.requests if request.path.startswith("/hook")]
+    assert hook_paths and all(path == f"/hook?token={NOTIFY_TOKEN}" for path in hook_paths), hook_paths
     written = {
         str(path.relative_to(state_dir)): path.read_text(errors="replace")
         for path in state_dir.rglob("*")
-        if path.is_file() and not path.is_relative_to(state_dir / "sim")
+        if path.is_file() and not path.is_relative_to(state_dir / "sim") and path.name != "secrets.json"
     }
     sent = {
         f"HTTP {request.path}": request.body.decode() + json.dumps(request.headers)
@@ -180,7 +227,7 @@ def test_planted_secrets_appear_in_nothing_the_run_writes_or_sends(
         f"e-mail {index}": message.content.decode(errors="replace") for index, message in enumerate(smtp_sink.messages)
     }
     sent["command channel"] = command_out.read_text()
-    assert {request.path for request in http_receiver.requests} == {"/hook", "/slack", "/ntfy"}
+    assert {request.path.split("?")[0] for request in http_receiver.requests} == {"/hook", "/slack", "/ntfy"}
     assert len(smtp_sink.messages) == 2 and "[REDACTED]" in sent["command channel"]
     assert [item["event"] for item in state["notifications"]].count("blocked") == 5
     assert not _leaks(written | sent | printed)

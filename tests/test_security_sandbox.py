@@ -9,21 +9,27 @@ force (the root file system is read-only and the home unwritable); without it th
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from support.cli import agent_environment, run_agent, wait_for
+from support.tool_context import make_context
 
 from agent.secrets_file import read_secrets
 from agent.tamper import journal_problems
+from tools.base import ToolRegistry
 from tools.hosts.sandbox import sandbox_problem
 from tools.hosts.sandbox.cgroup import create_pids_group, remove_group
+from tools.records import ProcessRecord
+from tools.shell.tool import ShellTool
 
 pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
 
@@ -182,15 +188,6 @@ def test_a_fork_bomb_is_capped_and_leaves_nothing_behind(bench: Bench) -> None:
 
 def test_the_engines_the_agent_started_are_reachable_and_nothing_else(tmp_path: Path) -> None:
     """Loopback relays: the command reaches a managed engine's port and no other port of the host."""
-    from support.tool_context import make_context
-
-    from tools.base import ToolRegistry
-    from tools.records import ProcessRecord
-    from tools.shell.tool import ShellTool
-
-    import http.server
-    import threading
-
     servers = []
     for _ in range(2):
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
@@ -214,7 +211,10 @@ def test_the_engines_the_agent_started_are_reachable_and_nothing_else(tmp_path: 
             state="ready",
         )
     )
-    command = f"curl -s -o /dev/null -w '%{{http_code}}' -m 5 http://127.0.0.1:{managed}/; echo; curl -s -m 5 http://127.0.0.1:{other}/ || echo unreachable"
+    command = (
+        f"curl -s -o /dev/null -w '%{{http_code}}' -m 5 http://127.0.0.1:{managed}/; echo; "
+        f"curl -s -m 5 http://127.0.0.1:{other}/ || echo unreachable"
+    )
     try:
         result = ToolRegistry([ShellTool()]).execute("shell", {"command": command}, context)
     finally:

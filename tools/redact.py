@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tools.secret_names import SECRET_WORDS as SECRET_WORDS
-from tools.secret_names import is_secret_name
-from tools.secret_shapes import MASK, mask_shapes, screen
+from tools.secret_names import is_secret_name as is_secret_name
+from tools.secret_shapes import MASK as MASK
+from tools.secret_shapes import mask_shapes, screen
 
 _extra_secrets: set[str] = set()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 import re2
@@ -55,7 +56,8 @@ def detector_patterns() -> tuple[re.Pattern[str], ...]:
     found: list[re.Pattern[str]] = []
     for detector in get_mapping_from_secret_type_to_class().values():
         if issubclass(detector, RegexBasedDetector) and detector.__name__ not in SKIPPED_DETECTORS:
-            found += [re.compile(_inline(pattern)) for pattern in detector.denylist]
+            patterns: Iterable[re.Pattern[str]] = getattr(detector, "denylist")  # noqa: B009  # a class attribute
+            found += [re.compile(_inline(pattern)) for pattern in patterns]
     return tuple(found)
 
 

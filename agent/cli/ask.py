@@ -82,9 +82,9 @@ def ask(
                 }
             )
         else:
-            verdict = (
-                {True: " (approved)", False: " (denied)"}.get(question.approved, "") if question.approval_word else ""
-            )
+            verdict = ""
+            if question.approval_word is not None:
+                verdict = " (approved)" if question.approved else " (denied)"
             print_text(f"Recorded the answer to {question.id}{verdict}. Continue with: {resume_command(directory)}")
 
 

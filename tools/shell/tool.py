@@ -29,8 +29,15 @@ from tools.shell.explain import explain
 
 SHELL_SYNTAX = re.compile(r"[;&|<>()$`*?\[\]{}~!#\n\\]|^\s*[A-Za-z_][A-Za-z0-9_]*=")
 OUTPUT_CAP_BYTES = 2_000_000
-REFUSALS = ("Read-only file system", "Operation not permitted", "Permission denied", "No such process")
-REFUSALS += ("Network is unreachable", "Could not resolve host", "Temporary failure in name resolution")
+REFUSALS = (
+    "Read-only file system",
+    "Operation not permitted",
+    "Permission denied",
+    "No such process",
+    "Network is unreachable",
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+)
 
 
 class ShellArgs(ToolArgs):
