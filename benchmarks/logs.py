@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
             state=ProjectState(goal="log benchmark"),
             state_dir=directory / "state",
             host=LocalHost(exit_dir=directory / "exits"),
-            settings=ToolSettings(engine_python=sys.executable),
+            settings=ToolSettings(engine_python=sys.executable, readable_log_dirs=[directory]),
         )
         patterns = directory / "patterns.txt"
         pattern_count = write_grep_patterns(patterns)

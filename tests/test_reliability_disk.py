@@ -76,35 +76,45 @@ def _fill(directory: Path) -> Path:
 
 def _blocked_run(state_dir: Path, tmp_path: Path) -> Path:
     script = write_script(tmp_path / "plan.json", PLAN)
-    blocked = run_agent("run", "-g", "fill the disk", "--script", script, "--state-dir", state_dir, cwd=state_dir)
+    blocked = run_agent(
+        "run", "-g", "fill the disk", "--script", script, "--state-dir", state_dir, cwd=_work(state_dir)
+    )
     assert blocked.returncode == 3, blocked.stderr
     return script
+
+
+def _work(state_dir: Path) -> Path:
+    """The run's working directory (its write root) beside the state directory, on the same file system: the
+    shell's sandbox hides the state directory, so a command fills the disk from here."""
+    work = state_dir.parent / "work"
+    work.mkdir(exist_ok=True)
+    return work
 
 
 def test_a_full_disk_is_a_clear_error_and_the_last_good_state_is_kept(small_disk: Path | None, tmp_path: Path) -> None:
     if small_disk is None:
         pytest.skip("mounting a small tmpfs is not allowed here; see the RLIMIT_FSIZE test")
-    state_dir = small_disk
+    state_dir = small_disk / "state"
     _blocked_run(state_dir, tmp_path)
     before = _digest(state_dir / "latest.json")
     filler = _fill(state_dir)
 
-    refused = run_agent("resume", state_dir, "--answer", "yes", cwd=state_dir)
+    refused = run_agent("resume", state_dir, "--answer", "yes", cwd=_work(state_dir))
     assert refused.returncode == 1
     _one_clear_line(refused.stderr, "No space left on device")
     assert _digest(state_dir / "latest.json") == before, "the last good state was changed"
     assert not list(state_dir.glob(".*.tmp")), "a partial temp file was left behind"
 
     filler.unlink()  # the operator frees space; the run goes on, and fills the disk itself (a tool's output)
-    full_again = run_agent("resume", state_dir, "--answer", "yes", cwd=state_dir)
+    full_again = run_agent("resume", state_dir, "--answer", "yes", cwd=_work(state_dir))
     assert full_again.returncode == 1, full_again.stderr
     _one_clear_line(full_again.stderr, "No space left on device")
     kept = read_state(state_dir / "latest.json")
     assert kept.questions[0].answer == "yes" and kept.status in ("running", "failed")
     assert journal_disagreements(kept, journal_records(state_dir)) == []
 
-    (state_dir / "filler").unlink()
-    done = run_agent("resume", state_dir, cwd=state_dir)
+    (_work(state_dir) / "filler").unlink()
+    done = run_agent("resume", state_dir, cwd=_work(state_dir))
     assert done.returncode == 0, done.stderr
     final = read_state(state_dir / "latest.json")
     assert final.status == "done" and [item.summary for item in final.findings][:1] == ["before the disk filled"]
@@ -167,6 +177,6 @@ def test_a_write_past_the_file_size_limit_is_a_clear_error_and_the_state_is_kept
     _one_clear_line(refused.stderr, "File too large")
     assert _digest(state_dir / "latest.json") == before
     assert not list(state_dir.glob(".*.tmp"))
-    resumed = run_agent("resume", state_dir, "--answer", "yes", cwd=state_dir)  # the limit is gone
+    resumed = run_agent("resume", state_dir, "--answer", "yes", cwd=_work(state_dir))  # the limit is gone
     assert resumed.returncode == 0, resumed.stderr
     assert read_state(state_dir / "latest.json").status == "done"
