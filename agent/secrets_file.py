@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tools.private_files import private_directory
+
 SECRETS_FILE = "secrets.json"
 
 
@@ -47,9 +49,3 @@ def write_secrets(state_dir: Path, value: RunSecrets) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, state_dir / SECRETS_FILE)
-
-
-def private_directory(path: Path) -> None:
-    """Create ``path`` if needed and make it accessible to its owner only (0700)."""
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)

@@ -22,9 +22,10 @@ from agent.journal import JOURNAL_FILE, Journal
 from agent.journal import StateWriteError as StateWriteError  # re-exported: callers meet it via the store
 from agent.migrations import migrate
 from agent.redact_document import redact_json_document
-from agent.secrets_file import SECRETS_FILE, RunSecrets, private_directory, read_secrets, write_secrets
+from agent.secrets_file import SECRETS_FILE, RunSecrets, read_secrets, write_secrets
 from agent.state import SCHEMA_VERSION, ProjectState
 from tools.document import utc_now
+from tools.private_files import private_directory
 
 LATEST_FILE = "latest.json"
 PREVIOUS_FILE = "previous.json"

@@ -91,7 +91,18 @@ def _blocked_run(tmp_path: Path) -> Path:
 
 
 def test_the_state_directory_is_private(tmp_path: Path) -> None:
-    state_dir = _blocked_run(tmp_path)
+    state_dir, work = tmp_path / "state", tmp_path / "work"
+    (work / "notes.txt").parent.mkdir()
+    (work / "notes.txt").write_text("one\n")
+    plan = [
+        {"tool": "shell", "arguments": {"command": "seq 1 20000"}},  # saved in full under outputs/
+        {"tool": "patch_file", "arguments": {"path": str(work / "notes.txt"), "search": "one", "replace": "two"}},
+        {"tool": "shell", "arguments": {"command": "true", "outside_sandbox": "asks"}},
+    ]
+    script = write_script(tmp_path / "plan.json", plan)
+    blocked = run_agent("run", "-g", "private", "--script", script, "--state-dir", state_dir, cwd=work)
+    assert blocked.returncode == 3, blocked.stderr
+    assert {path.parent.name for path in state_dir.rglob("*") if path.is_file()} >= {"outputs", "patch1", "state"}
     assert stat.S_IMODE(state_dir.stat().st_mode) == 0o700
     for path in state_dir.rglob("*"):
         if path.is_file():

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, Typ
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tools.private_files import private_directory, write_private
 from tools.records import BenchmarkRecord, Environment, ModelInfo, PatchRecord, ProcessRecord, Task, TaskStatus
 
 if TYPE_CHECKING:
@@ -165,21 +166,17 @@ class ToolContext:
 
     @property
     def outputs_dir(self) -> Path:
-        path = self.state_dir / "outputs"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return private_directory(self.state_dir / "outputs")
 
     @property
     def logs_dir(self) -> Path:
-        path = self.state_dir / "logs"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return private_directory(self.state_dir / "logs")
 
     def save_output(self, name: str, text: str) -> Path:
-        """Write a full tool output under the state directory and return its path."""
+        """Write a full tool output under the state directory (readable by its owner only); return its path."""
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
         path = self.outputs_dir / f"step{self.state.step:05d}-{safe}"
-        path.write_text(text, encoding="utf-8")
+        write_private(path, text.encode("utf-8"))
         return path
 
 

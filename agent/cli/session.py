@@ -21,6 +21,7 @@ from agent.state import ProjectState, Question
 from agent.store import StateStore, StateWriteError
 from agent.wiring import build_agent, build_host, describe_environment, reconcile
 from tools.document import utc_now
+from tools.private_files import private_directory, write_private
 from tools.redact import redact_text
 
 
@@ -130,8 +131,8 @@ def write_crash_log(state_dir: Path, error: BaseException) -> str:
     path = state_dir / "logs" / f"crash-{utc_now().replace(':', '')}.txt"
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(redact_text(text), encoding="utf-8")
+        private_directory(path.parent)
+        write_private(path, redact_text(text).encode("utf-8"))
     except OSError as write_error:
         return f"nowhere: {write_error.strerror or write_error}"
     return str(path)

@@ -60,8 +60,10 @@ class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
 
     def run(self, args: DiagnoseLogArgs, context: ToolContext) -> DiagnoseLogOutput:
         hints = hints_for(context, args.process, bool(args.path), args.stale_after_seconds)
-        with readable_file(args.resolve(context), context) as path:
+        shown = args.resolve(context)
+        with readable_file(shown, context) as path:
             diagnosis = diagnose_file(path, hints)
+        diagnosis.log_path = str(shown)  # the name it was read by is the open descriptor's
         if diagnosis.key_line is not None:
             diagnosis.key_line = redact_text(diagnosis.key_line)
         diagnosis.evidence = [redact_text(line) for line in diagnosis.evidence]

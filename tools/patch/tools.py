@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import stat
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.off_limits import off_limits_reason
 from tools.patch.unified_diff import DiffError, apply_diff, make_diff
 from tools.patch.write_guard import ConfinedPath, WriteRefused, confine, read_bytes, write_bytes_atomic
+from tools.private_files import private_directory, write_private
 from tools.records import PatchRecord
 from tools.redact import redact_text
 
@@ -65,18 +65,6 @@ class RevertPatchOutput(ToolOutput):
     patch_id: str
     path: str
     restored_bytes: int
-
-
-def _write_backup(path: Path, data: bytes, mode: int) -> None:
-    """The original bytes with the original's permission bits (a private file stays private)."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode & 0o600)
-    try:
-        os.fchmod(descriptor, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
-    finally:
-        os.close(descriptor)
 
 
 def _sha256(data: bytes) -> str:
@@ -176,12 +164,12 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
         if edited == original:
             raise ToolError(f"the edit leaves {shown} unchanged; nothing to do")
         patch_id = context.state.next_id("patch", [record.id for record in context.state.patches])
-        backup_dir = context.state_dir / "patches" / patch_id
-        backup_dir.mkdir(parents=True, exist_ok=True)
+        backup_dir = private_directory(context.state_dir / "patches" / patch_id)
         backup_path = backup_dir / Path(shown).name
-        _write_backup(backup_path, original_bytes, stat.S_IMODE(info.st_mode))
+        # The original's owner bits, never more: a private file stays private, and none is open to others.
+        write_private(backup_path, original_bytes, stat.S_IMODE(info.st_mode) & 0o700)
         diff = make_diff(original, edited, shown)
-        (backup_dir / "change.diff").write_text(redact_text(diff), encoding="utf-8")  # the backup stays exact
+        write_private(backup_dir / "change.diff", redact_text(diff).encode("utf-8"))  # the backup stays exact
         edited_bytes = edited.encode("utf-8")
         try:
             write_bytes_atomic(target, edited_bytes, expected=info)
