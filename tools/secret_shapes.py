@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 import re2
@@ -24,6 +24,15 @@ MASK = "[REDACTED]"
 SKIPPED_DETECTORS = {"IPPublicDetector"}
 _INLINE_FLAGS = {re.IGNORECASE: "i", re.MULTILINE: "m", re.DOTALL: "s", re.VERBOSE: "x"}
 
+_SECRET_KEY = (
+    r"(?i:((?:api[_-]?key|token|secret|password|passwd|access[_-]?key|secret[_-]?key|private[_-]?key"
+    r"|credentials?)[\"']?\s*[:=]\s*[\"']?)"
+)
+_VALUE = r"[^\s\"',;&]"
+# ``name=value`` with a secret name; a number is a count, not a secret ("#token: 547545" in SGLang logs).
+ASSIGNMENT = _SECRET_KEY + rf"(?![\d.]+(?:[\s\"',;&]|$)){_VALUE}{{6,}})"
+# Its linear-time screen: a superset (any length) that still leaves numbers out, so busy logs stay clean.
+ASSIGNMENT_SCREEN = _SECRET_KEY + rf"{_VALUE}*[^\s\"',;&\d.]{_VALUE}*)"
 OWN_SHAPES = [
     r"sk-ant-[A-Za-z0-9_\-]{8,}",
     r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{16,}",
@@ -32,8 +41,7 @@ OWN_SHAPES = [
     r"gh[pousr]_[A-Za-z0-9]{20,}",
     r"AIza[0-9A-Za-z_\-]{35}",
     r"(?i:(bearer\s+)[A-Za-z0-9._\-+/=]{12,})",
-    r"(?i:((?:api[_-]?key|token|secret|password|passwd|access[_-]?key|secret[_-]?key|private[_-]?key"
-    r"|credentials?)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{6,})",
+    ASSIGNMENT,
 ]
 PRIVATE_KEY_BLOCK = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S
@@ -78,7 +86,7 @@ def _for_re2(pattern: re.Pattern[str], json_text: bool) -> str:
     r"""A superset of ``pattern`` in RE2 syntax: lookarounds dropped (so it matches at least as much), huge
     repeat counts capped, and for JSON text every ``\s`` outside a character class also matching ``\n``,
     ``\t`` and ``\r`` as JSON escapes them."""
-    source = LOOKAROUND.sub("", pattern.pattern)
+    source = ASSIGNMENT_SCREEN if pattern.pattern == ASSIGNMENT else LOOKAROUND.sub("", pattern.pattern)
     source = re.sub(r"\{(\d+),\d{4,}\}", r"{\1,1000}", source)
     source = re.sub(r"\(\?([imsx]+):", lambda match: "(?" + match.group(1).replace("x", "") + ":", source)
     if json_text:
@@ -155,19 +163,36 @@ def is_secret_query(name: str) -> bool:
 
 
 def mask_shapes(text: str) -> str:
-    """``text`` with every secret shape masked; only the lines the screen points at are examined."""
+    """``text`` with every secret shape masked. Only the lines the screen points at are examined, and only
+    with the expressions whose own linear-time screen matches those lines (usually one of about sixty)."""
+    regions = _regions(text)
+    if not regions:
+        return text
+    hit = "\n".join(text[start:end] for start, end in regions)
+    maskers = [(pattern, masker) for pattern, screened, masker in _individual() if screened.search(hit)]
     pieces, position = [], 0
-    for start, end in _regions(text):
-        pieces += [text[position:start], _mask_region(text[start:end])]
+    for start, end in regions:
+        region = text[start:end]
+        for pattern, masker in maskers:
+            region = pattern.sub(masker, region)
+        pieces += [text[position:start], region]
         position = end
     return "".join(pieces) + text[position:]
 
 
-def _mask_region(text: str) -> str:
-    text = PRIVATE_KEY_BLOCK.sub(MASK, text)
-    text = URL.sub(lambda match: strip_url(match.group(0)), text)
-    for pattern in detector_patterns():
-        text = pattern.sub(MASK, text)
-    for shape in all_patterns()[len(detector_patterns()) :]:
-        text = shape.sub(_keep_prefix, text)
-    return text
+@functools.lru_cache(maxsize=1)
+def _individual() -> tuple[tuple[re.Pattern[str], re2._Regexp, Callable[[re.Match[str]], str]], ...]:
+    """Each masking expression with its own RE2 screen and its masker, in the order they apply."""
+    options = re2.Options()
+    options.log_errors = False
+
+    def url_masker(match: re.Match[str]) -> str:
+        return strip_url(match.group(0))
+
+    entries: list[tuple[re.Pattern[str], str, Callable[[re.Match[str]], str]]] = [
+        (PRIVATE_KEY_BLOCK, URL_SECRETS[2], lambda match: MASK),
+        (URL, "|".join(URL_SECRETS[:2]), url_masker),
+        *((pattern, _for_re2(pattern, False), lambda match: MASK) for pattern in detector_patterns()),
+        *((shape, _for_re2(shape, False), _keep_prefix) for shape in all_patterns()[len(detector_patterns()) :]),
+    ]
+    return tuple((pattern, re2.compile(screened, options), masker) for pattern, screened, masker in entries)
