@@ -89,19 +89,28 @@ def _for_re2(pattern: re.Pattern[str], json_text: bool) -> str:
     source = ASSIGNMENT_SCREEN if pattern.pattern == ASSIGNMENT else LOOKAROUND.sub("", pattern.pattern)
     source = re.sub(r"\{(\d+),\d{4,}\}", r"{\1,1000}", source)
     source = re.sub(r"\(\?([imsx]+):", lambda match: "(?" + match.group(1).replace("x", "") + ":", source)
-    if json_text:
-        source = _json_spaces(source)
+    source = _rewrite(source, json_text)
     flags = "".join(letter for flag, letter in _INLINE_FLAGS.items() if pattern.flags & flag and letter != "x")
     return f"(?{flags}:{source})" if flags else source
 
 
 def _json_spaces(source: str) -> str:
+    return _rewrite(source, json_text=True)
+
+
+def _rewrite(source: str, json_text: bool) -> str:
+    r"""Outside character classes: every group made non-capturing (RE2 then finds a match's span with its
+    fast automaton, never the slower one that tracks groups), and for JSON text ``\s`` widened as above."""
     out, index, in_class = [], 0, False
     while index < len(source):
         if source[index] == "\\" and index + 1 < len(source):
             piece = source[index : index + 2]
-            out.append(r"(?:\s|\\[tnr])" if piece == r"\s" and not in_class else piece)
+            out.append(r"(?:\s|\\[tnr])" if json_text and piece == r"\s" and not in_class else piece)
             index += 2
+            continue
+        if not in_class and source[index] == "(" and source[index + 1 : index + 2] != "?":
+            out.append("(?:")
+            index += 1
             continue
         in_class = (in_class and source[index] != "]") or (not in_class and source[index] == "[")
         out.append(source[index])
@@ -117,7 +126,7 @@ def screen(json_text: bool = False) -> re2._Regexp:
     options.log_errors = False
     options.max_mem = 64 << 20
     parts = [_for_re2(pattern, json_text) for pattern in all_patterns()]
-    parts += [_json_spaces(part) if json_text else part for part in URL_SECRETS]
+    parts += [_rewrite(part, json_text) for part in URL_SECRETS]
     return re2.compile("|".join(parts), options)
 
 
