@@ -1,9 +1,9 @@
 """`agent mcp` spoken to by the MCP SDK's own client, over stdio and over streamable HTTP.
 
 The server runs as a real process on the simulated host (kimi-sm120); an elicitation callback plays the
-human in the client. Guarded shell commands target a `sleep` process the test started: the guard flags
-signalling a process the agent did not start, so whether that process survives shows whether the
-command ran.
+human in the client. Shell commands asked to run outside the sandbox target a `sleep` process the test
+started (inside the sandbox they could not reach it): each needs approval, so whether that process
+survives shows whether the command ran.
 """
 
 from __future__ import annotations
@@ -46,6 +46,13 @@ from tools.catalog import default_registry
 from tools.engines.launch import LaunchEngineArgs
 
 SCENARIO = "kimi-sm120"
+OUTSIDE = "signals a process the agent did not start"
+
+
+def _kill(process: subprocess.Popen[bytes]) -> dict[str, str]:
+    return {"command": f"kill {process.pid}", "outside_sandbox": OUTSIDE}
+
+
 TOKEN = "test-token-0123456789abcdef"
 
 
@@ -142,7 +149,7 @@ def test_stdio_approval_on_the_handshake_protocol_runs_the_command_once(
 
     async def session() -> dict[str, Any]:
         async with stdio_client_for(state_dir, errlog=errlog, elicitation=answers, mode="legacy") as client:
-            return structured(await client.call_tool("shell", {"command": f"kill {sleeper.pid}"}))
+            return structured(await client.call_tool("shell", _kill(sleeper)))
 
     output = anyio.run(session)
     assert output["exit_code"] == 0 and output["approved_by_question"] == "q1"
@@ -163,7 +170,7 @@ def test_anything_but_an_explicit_approve_refuses_with_the_reason(
 
     async def session() -> str:
         async with stdio_client_for(state_dir, errlog=errlog, elicitation=answers) as client:
-            result = await client.call_tool("shell", {"command": f"kill {sleeper.pid}"})
+            result = await client.call_tool("shell", _kill(sleeper))
             assert result.is_error
             return text_of(result)
 
@@ -178,7 +185,7 @@ def test_a_client_without_elicitation_gets_the_reason_and_the_question_stays_ope
 ) -> None:
     async def session() -> str:
         async with stdio_client_for(state_dir, errlog=errlog) as client:
-            result = await client.call_tool("shell", {"command": f"kill {sleeper.pid}"})
+            result = await client.call_tool("shell", _kill(sleeper))
             assert result.is_error
             return text_of(result)
 
@@ -230,7 +237,7 @@ def test_http_with_a_bearer_token_serves_the_tools_and_asks_in_the_2026_protocol
             ):
                 assert "probe_system" in {tool.name for tool in (await client.list_tools()).tools}
                 await _probe_and_diagnose(client, state_dir)
-                output = structured(await client.call_tool("shell", {"command": f"kill {sleeper.pid}"}))
+                output = structured(await client.call_tool("shell", _kill(sleeper)))
                 return client.protocol_version, output
 
         protocol, output = anyio.run(session)

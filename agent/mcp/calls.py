@@ -21,7 +21,7 @@ from agent.actions import Ask
 from agent.escalation import answer_question, record_question
 from agent.state import ProjectState, Question
 from agent.store import StateStore
-from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult
+from tools.base import APPROVAL_WORD, NeedsApproval, ToolContext, ToolRegistry, ToolResult
 
 SOURCE = "mcp"
 Verdict = Literal["approve", "deny"]
@@ -94,7 +94,7 @@ class McpCalls:
     def record_verdict(self, question_id: str, verdict: Verdict, how: str) -> Question:
         """Record the human's verdict on an approval question as the exact word ``approve`` or ``deny``."""
         with self._lock:
-            question = answer_question(self.state, verdict, question_id)
+            question = answer_question(self.state, verdict, question_id, decision=verdict)
             self.store.save(self.state)
             self.store.journal.record("answer", question_id=question.id, answer=verdict, how=how, source=SOURCE)
             return question
@@ -118,7 +118,8 @@ def _approval_ask(name: str, arguments: dict[str, Any], request: NeedsApproval) 
     return Ask(
         question=f"{name} needs approval: {request.reason}",
         evidence=request.evidence,
-        options=["approve", "deny"],
+        options=[APPROVAL_WORD, "deny"],
         context=f"tool call {name} {arguments} from the MCP client",
         question_kind="approval",
+        approval_word=APPROVAL_WORD,
     )
