@@ -19,8 +19,12 @@ from agent.events import LimitReached, UsageError
 if TYPE_CHECKING:
     from agent.state import ProjectState
 
-# The whole answer must be an extension ("extend", "extend 50", "extend by $5"): "extend? no" is not one.
-_EXTEND = re.compile(r"\s*(?:extend|yes|y|continue)(?:\s+(?:by\s+)?\$?\s*(?P<amount>\d+(?:\.\d+)?))?\s*", re.IGNORECASE)
+# An extension ("extend", "extend 50", "extend by $5", "yes"), alone or followed by a comma and a remark for
+# the policy ("extend 4, else keep the baseline"); "extend? no" and "yes... no wait" are not extensions.
+_EXTEND = re.compile(
+    r"\s*(?:extend|yes|y|continue)(?:\s+(?:by\s+)?\$?\s*(?P<amount>\d+(?:\.\d+)?))?\s*(?:[,;]\s+\S.*)?",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 class Limits(BaseModel):
