@@ -62,6 +62,7 @@ def detector_patterns() -> tuple[re.Pattern[str], ...]:
     from detect_secrets.plugins.base import RegexBasedDetector
 
     found: list[re.Pattern[str]] = []
+    detector: type
     for detector in get_mapping_from_secret_type_to_class().values():
         if issubclass(detector, RegexBasedDetector) and detector.__name__ not in SKIPPED_DETECTORS:
             patterns: Iterable[re.Pattern[str]] = getattr(detector, "denylist")  # noqa: B009  # a class attribute
