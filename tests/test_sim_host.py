@@ -82,7 +82,15 @@ def test_probe_system_sees_the_scenario_through_the_host(tmp_path: Path) -> None
     assert environment.host == "sim" and len(environment.gpus) == 8
     assert environment.cpu_model == "AMD EPYC 9335 32-Core Processor" and environment.cpu_cores == 64
     assert environment.ram_gib == 449.0 and environment.disk_free_gib == 2850.0
-    assert environment.packages["sglang"] == "0.5.10" and environment.packages["specforge"] == "0.2.0"
+    assert environment.packages["sglang"] == "0.5.10" and environment.packages["specforge"] is None
+    # SpecForge has its own environment in the checkout (it pins torch 2.11.0 and sglang 0.5.14).
+    assert environment.specforge_python == str(host.layout.specforge_bin(host.scenario) / "python")
+    assert environment.specforge_packages == {
+        "specforge": "0.2.0",
+        "torch": "2.11.0+cu128",
+        "sglang": "0.5.14",
+        "transformers": "5.8.1",
+    }
     assert environment.packages["nccl"] is None  # the scenario decides what is installed
     by_role = {model.role: model for model in environment.models}
     target, drafter = by_role["target"], by_role["drafter"]

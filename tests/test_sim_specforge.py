@@ -248,11 +248,17 @@ def test_online_training_prints_no_eval_metrics_and_needs_its_services(tmp_path:
             draft_config="unused.json",
         )
     )
-    trained = host.run(
-        ["specforge", "train", "-c", str(run_yaml), "training.max_steps=60", "training.eval_interval=30"], timeout=60
-    )
+    trained = host.run(["specforge", "train", "-c", str(run_yaml), "training.max_steps=60"], timeout=60)
     assert trained.exit_code == 0, trained.stderr
-    assert "step 60:" in trained.stdout and "simulated_acc_len" not in trained.stdout  # evaluation is offline-only
+    assert "step 60:" in trained.stdout and "simulated_acc_len" not in trained.stdout
+    # Evaluation is offline-only, and its interval and held-out features go together (0.2.0 config/schema.py).
+    lone_interval = host.run(["specforge", "train", "-c", str(run_yaml), "training.eval_interval=30"], timeout=60)
+    assert lone_interval.exit_code == 2 and "must be configured together" in lone_interval.stderr
+    online_eval = host.run(
+        ["specforge", "train", "-c", str(run_yaml), "training.eval_interval=30", f"data.eval_hidden_states_path={data}"],
+        timeout=60,
+    )
+    assert online_eval.exit_code == 2 and "requires an offline training data source" in online_eval.stderr
     without = run_yaml.read_text().replace(
         "    managed_local:\n      trainer_cuda_visible_devices: [0, 1]\n",
         "    mooncake_master_server_addr: 127.0.0.1:1\n",

@@ -102,17 +102,23 @@ def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
 
 
+def alignment_counts(record: dict[str, Any]) -> tuple[int, int]:
+    """(assistant turns the simulated target could have written, assistant turns) of one conversation."""
+    matched = total = 0
+    last_user = None
+    for turn in normalise_turns(record):
+        if turn["role"] == "user":
+            last_user = turn["content"]
+        elif turn["role"] == "assistant" and last_user is not None:
+            total += 1
+            answer = turn["content"].strip()
+            if answer and any(candidate.startswith(answer) for candidate in textgen.possible_replies(last_user)):
+                matched += 1
+    return matched, total
+
+
 def target_alignment(records: list[dict[str, Any]]) -> float:
     """Share of assistant turns that the simulated target could have produced for the preceding user turn."""
-    matched = total = 0
-    for record in records:
-        last_user = None
-        for turn in normalise_turns(record):
-            if turn["role"] == "user":
-                last_user = turn["content"]
-            elif turn["role"] == "assistant" and last_user is not None:
-                total += 1
-                answer = turn["content"].strip()
-                if answer and any(candidate.startswith(answer) for candidate in textgen.possible_replies(last_user)):
-                    matched += 1
-    return matched / total if total else 0.0
+    counts = [alignment_counts(record) for record in records]
+    total = sum(count[1] for count in counts)
+    return sum(count[0] for count in counts) / total if total else 0.0

@@ -2,12 +2,15 @@
 
 Usage (written by the command translation)::
 
-    python -m twin.fakepython --scenario F --sim-root D -c SNIPPET ARGS
+    python -m twin.fakepython --scenario F --sim-root D [--interpreter PYTHON] -c SNIPPET ARGS
 
-For the engine-stack distributions in :data:`SIMULATED_DISTRIBUTIONS` the scenario is authoritative: a
-listed one is importable (a module with ``__version__``; ``torch`` also answers ``torch.version.cuda`` and
-the ``torch.cuda`` device questions from the scenario's GPUs) and ``importlib.metadata`` reports its
-version; an unlisted one is absent even if installed here. Every other module is the real one.
+The interpreter decides the environment (:mod:`twin.environments`): SpecForge's own virtual environment or
+the engine environment. For the engine-stack distributions in :data:`SIMULATED_DISTRIBUTIONS` that
+environment is authoritative: a listed one is importable (a module with ``__version__``; ``torch`` also
+answers ``torch.version.cuda`` and the ``torch.cuda`` device questions from the scenario's GPUs) and
+``importlib.metadata`` reports its version (and SpecForge's pins as ``Requires-Dist``); an unlisted one is
+absent even if installed here. In a broken environment importing torch and what loads it fails with the
+environment's error. Every other module is the real one.
 
 Host facts a script may read also come from the scenario: ``/proc/cpuinfo`` and ``/proc/meminfo``,
 ``os.cpu_count()``, ``os.sysconf("SC_PHYS_PAGES")``, ``shutil.disk_usage()`` and the host name. The
@@ -32,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from twin.environments import TORCH_MODULES, PythonEnvironment, environment_of
 from twin.layout import SimLayout
 from twin.loader import ScenarioError, load_scenario
 from twin.scenario import Scenario, normalise_package
@@ -76,12 +80,12 @@ def _torch_module(scenario: Scenario, version: str) -> types.ModuleType:
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves the scenario's engine-stack packages and hides the ones it does not list."""
 
-    def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
+    def __init__(self, scenario: Scenario, environment: PythonEnvironment) -> None:
+        self.scenario, self.environment = scenario, environment
         self.present = {
-            module: scenario.package_version(name)
+            module: environment.version(name)
             for name, module in SIMULATED_DISTRIBUTIONS.items()
-            if scenario.package_version(name)
+            if environment.version(name)
         }
         self.hidden = {module for module in SIMULATED_DISTRIBUTIONS.values()} - set(self.present)
 
@@ -89,6 +93,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         top = fullname.split(".")[0]
+        if self.environment.error and top in TORCH_MODULES and top in self.present:
+            raise ImportError(self.environment.error, name=fullname)
         if top in self.hidden:
             raise ModuleNotFoundError(f"No module named '{fullname}'", name=fullname)
         if fullname in self.present:
@@ -110,34 +116,36 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 class _Distribution(metadata.Distribution):
-    def __init__(self, name: str, version: str) -> None:
-        self._name, self._version = name, version
+    def __init__(self, name: str, version: str, requirements: list[str]) -> None:
+        self._name, self._version, self._requirements = name, version, requirements
 
     def read_text(self, filename: str) -> str | None:
         if filename == "METADATA":
-            return f"Metadata-Version: 2.1\nName: {self._name}\nVersion: {self._version}\n"
+            requires = "".join(f"Requires-Dist: {requirement}\n" for requirement in self._requirements)
+            return f"Metadata-Version: 2.1\nName: {self._name}\nVersion: {self._version}\n{requires}"
         return None
 
     def locate_file(self, path: Any) -> Any:
         return path
 
 
-def install(scenario: Scenario) -> None:
-    """Put the scenario's packages in place for the rest of this interpreter's life."""
-    sys.meta_path.insert(0, _Finder(scenario))
+def install(scenario: Scenario, environment: PythonEnvironment) -> None:
+    """Put the environment's packages in place for the rest of this interpreter's life."""
+    sys.meta_path.insert(0, _Finder(scenario, environment))
     real_distribution = metadata.distribution
 
     def distribution(name: str) -> metadata.Distribution:
         key = normalise_package(name)
         if key in SIMULATED_DISTRIBUTIONS:
-            version = scenario.package_version(key)
+            version = environment.version(key)
             if version is None:
                 raise metadata.PackageNotFoundError(name)
-            return _Distribution(name, version)
+            return _Distribution(name, version, environment.requirements(key))
         return real_distribution(name)
 
     metadata.distribution = distribution  # type: ignore[assignment]
     metadata.version = lambda name: distribution(name).version  # type: ignore[assignment]
+    metadata.requires = lambda name: distribution(name).requires  # type: ignore[assignment]
 
 
 def _simulate_host(scenario: Scenario, sim_root: Path) -> None:
@@ -174,13 +182,15 @@ def _simulate_host(scenario: Scenario, sim_root: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
-        scenario_path = arguments[arguments.index("--scenario") + 1]
-        sim_root = Path(arguments[arguments.index("--sim-root") + 1])
         snippet_at = arguments.index("-c") + 1
+        own = arguments[: snippet_at - 1]
+        scenario_path = own[own.index("--scenario") + 1]
+        sim_root = Path(own[own.index("--sim-root") + 1])
+        interpreter = own[own.index("--interpreter") + 1] if "--interpreter" in own else "python"
         snippet, rest = arguments[snippet_at], arguments[snippet_at + 1 :]
     except (ValueError, IndexError):
         print(
-            "usage: python -m twin.fakepython --scenario F --sim-root D -c SNIPPET [ARGS]",
+            "usage: python -m twin.fakepython --scenario F --sim-root D [--interpreter PYTHON] -c SNIPPET [ARGS]",
             file=sys.stderr,
         )
         return 2
@@ -189,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as error:
         print(error, file=sys.stderr)
         return 2
-    install(scenario)
+    install(scenario, environment_of(interpreter, scenario, SimLayout(sim_root)))
     _simulate_host(scenario, sim_root)
     sys.argv = ["-c", *rest]
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}

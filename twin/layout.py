@@ -47,6 +47,11 @@ class SimLayout:
     def draft_config(self, scenario: Scenario) -> Path:
         return self.specforge_dir(scenario) / "configs" / scenario.training.draft_config_name
 
+    def specforge_bin(self, scenario: Scenario) -> Path:
+        """``bin/`` of SpecForge's own virtual environment inside the checkout (present only when the scenario
+        has ``[training.environment]``)."""
+        return self.specforge_dir(scenario) / ".venv" / "bin"
+
     def dataset(self, scenario: Scenario) -> Path:
         """Generic conversations, where ``scripts/prepare_data.py --dataset sharegpt`` puts them."""
         return self.specforge_dir(scenario) / "cache" / "dataset" / "sharegpt_train.jsonl"
@@ -130,16 +135,36 @@ raise SystemExit("this is a simulated SpecForge checkout; run the command throug
 '''
 
 
+_PROGRAM = """#!/bin/sh
+echo "simulated SpecForge environment: run this through the simulated host" >&2
+exit 1
+"""
+
+
+def _materialize_environment(layout: SimLayout, scenario: Scenario) -> None:
+    """SpecForge's virtual environment: its interpreter and console scripts, as files the probe can find."""
+    directory = layout.specforge_bin(scenario)
+    if scenario.training.environment is None:
+        for program in ("python", "specforge", "torchrun"):
+            (directory / program).unlink(missing_ok=True)
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    for program in ("python", "specforge", "torchrun"):
+        (directory / program).write_text(_PROGRAM, encoding="utf-8")
+        (directory / program).chmod(0o755)
+
+
 def materialize(layout: SimLayout, scenario: Scenario) -> None:
     """Create (or refresh) the simulated disk; drafters trained during a run are left alone."""
     _materialize_model(layout.model_dir(scenario), scenario.model)
     for drafter in scenario.drafters:
         _materialize_drafter(layout.drafter_dir(drafter), drafter, scenario.model)
     checkout = layout.specforge_dir(scenario)
-    for script in ("regenerate_train_data.py", "prepare_data.py"):
+    for script in ("regenerate_train_data.py", "prepare_data.py", "prepare_hidden_states.py"):
         path = checkout / "scripts" / script
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_SCRIPT, encoding="utf-8")
+    _materialize_environment(layout, scenario)
     _write_json(layout.draft_config(scenario), draft_config(scenario.model))
     if not layout.dataset(scenario).is_file():
         write_jsonl(layout.dataset(scenario), generic_records(scenario.training.dataset_samples))

@@ -177,6 +177,25 @@ class SpeculativeSpec(Strict):
     default_accept_length: float = Field(default=1.45, ge=1.0, le=4.0)
 
 
+class SpecForgeEnvironment(Strict):
+    """SpecForge's own virtual environment on the simulated host (``<checkout>/.venv``): it pins torch and
+    sglang, so it is kept apart from the engine environment (``[packages]``)."""
+
+    packages: dict[str, str] = Field(default_factory=dict)
+    # When set, every program of this environment that imports torch fails with this line (a broken install).
+    error: str | None = None
+
+    @field_validator("packages")
+    @classmethod
+    def _normalise_packages(cls, value: dict[str, str]) -> dict[str, str]:
+        return {normalise_package(name): version for name, version in value.items()}
+
+
+# Flag sets of the checkout's scripts/prepare_hidden_states.py, named after the flag that tells them apart:
+# ``aux-hidden-states`` (to 2026-07-13), ``capture-layers`` (2026-07-14 to 07-20), ``strategy`` (from 2026-07-21).
+PrepareScript = Literal["aux-hidden-states", "capture-layers", "strategy"]
+
+
 class TrainingSpec(Strict):
     """How the SpecForge stand-in trains: quality depends on the data and on the number of steps."""
 
@@ -190,6 +209,10 @@ class TrainingSpec(Strict):
     checkout_dir_name: str = Field(default="SpecForge", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     draft_config_name: str = Field(default="eagle3-draft.json", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*\.json$")
     dataset_samples: int = Field(default=64, ge=1)
+    environment: SpecForgeEnvironment | None = None  # None: the host has no SpecForge environment
+    prepare_script: PrepareScript = "strategy"
+    # Simulated seconds the hidden-state preparation spends per sample once the target is loaded.
+    prepare_seconds_per_sample: float = Field(default=0.5, ge=0)
 
 
 class Scenario(Strict):

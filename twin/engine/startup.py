@@ -174,9 +174,12 @@ class Startup:
             self.warmup()
         self.text.summary()
 
-    def warmup(self) -> None:
+    def warmup(self, announce: bool = True) -> None:
+        """The first forward passes; ``announce=False`` leaves out the server's request lines (an in-process
+        engine, such as SpecForge's offline capture, has no HTTP server)."""
         self._advance("warmup", self.scenario.engine.phases.warmup, 0.0)
-        self.text.warmup()
+        if announce:
+            self.text.warmup()
 
     def bind_failed(self, lines: list[str]) -> None:
         self.failure = Failure("crash", "serving", lines, 1, source="port")

@@ -2,7 +2,10 @@
 
 Usage (written by the command translation)::
 
-    python -m twin.specforge --scenario F --sim-root D -- train -c run.yaml
+    python -m twin.specforge --scenario F --sim-root D [--interpreter PROGRAM] -- train -c run.yaml
+
+``--interpreter`` is the program that was asked for (``specforge`` or a python): it decides the environment
+(:mod:`twin.environments`), which must have specforge installed and must not be broken.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from twin.environments import environment_of
 from twin.layout import SimLayout
 from twin.loader import ScenarioError, load_scenario
 from twin.specforge.config import ConfigError, load_config
@@ -43,17 +47,24 @@ def main(argv: list[str] | None = None) -> int:
     own = argparse.ArgumentParser(prog="twin.specforge")
     own.add_argument("--scenario", required=True)
     own.add_argument("--sim-root", required=True, type=Path)
+    own.add_argument("--interpreter", default="specforge")
     split = arguments.index("--") if "--" in arguments else len(arguments)
     sim = own.parse_args(arguments[:split])
-    parsed = _parser().parse_args(arguments[split + 1 :])
     try:
         scenario, _ = load_scenario(sim.scenario)
     except ScenarioError as error:
         print(error, file=sys.stderr)
         return 2
-    if scenario.package_version("specforge") is None:
-        print("specforge: command not found", file=sys.stderr)
+    environment = environment_of(sim.interpreter, scenario, SimLayout(sim.sim_root))
+    if environment.version("specforge") is None:
+        if Path(sim.interpreter).name.startswith("python"):
+            print(f"{sim.interpreter}: No module named specforge", file=sys.stderr)
+            return 1
+        print(f"{sim.interpreter}: command not found", file=sys.stderr)
         return 127
+    if environment.error:
+        return fail(TrainingError(environment.error))
+    parsed = _parser().parse_args(arguments[split + 1 :])
     try:
         if parsed.command == "export":
             return export(parsed.to, parsed.checkpoint, parsed.draft_config, parsed.output_dir)

@@ -2,7 +2,7 @@
 
 The reader handles what run configs use: nested mappings by indentation, scalars (numbers, booleans,
 null, quoted or bare strings), ``[a, b]`` lists and ``- item`` lists, comments. A JSON file also works.
-Unknown sections and fields are errors, as in SpecForge's unified runtime [SF@a6b6b02 config/schema.py].
+Unknown sections and fields are errors, as in SpecForge's unified runtime (0.2.0 ``config/schema.py``).
 """
 
 from __future__ import annotations
@@ -12,47 +12,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-SCHEMA: dict[str, set[str] | None] = {
-    "model": {
-        "target_model_path",
-        "draft_model_config",
-        "target_backend",
-        "vocab_mapping_path",
-        "embedding_key",
-        "torch_dtype",
-        "sglang_mem_fraction_static",
-        "draft_checkpoint_path",
-        "trust_remote_code",
-    },
-    "data": {
-        "train_data_path",
-        "prompts_path",
-        "hidden_states_path",
-        "max_length",
-        "chat_template",
-        "is_preformatted",
-        "train_only_last_turn",
-        "eval_hidden_states_path",
-        "eval_data_path",
-    },
-    "training": {
-        "strategy",
-        "num_epochs",
-        "max_steps",
-        "batch_size",
-        "learning_rate",
-        "max_grad_norm",
-        "ttt_length",
-        "attention_backend",
-        "tp_size",
-        "save_interval",
-        "log_interval",
-        "eval_interval",
-        "resume_from",
-        "dist_timeout",
-        "seed",
-        "warmup_ratio",
-    },
+from twin.specforge.fields import DATA_FIELDS, MODEL_FIELDS, TRAINING_FIELDS
+
+SCHEMA: dict[str, frozenset[str] | None] = {
+    "model": MODEL_FIELDS,
+    "data": DATA_FIELDS,
+    "training": TRAINING_FIELDS,
     "tracking": None,
     "profiling": None,
     "runtime": None,
@@ -177,13 +142,30 @@ def check_schema(config: dict[str, Any]) -> None:
         raise ConfigError("data needs exactly one of train_data_path, prompts_path, hidden_states_path")
     if not config.get("output_dir"):
         raise ConfigError("output_dir is required")
-    check_deployment(config, online=sources[0] != "hidden_states_path")
+    online = sources[0] != "hidden_states_path"
+    check_evaluation(config, online)
+    check_deployment(config, online)
+
+
+def check_evaluation(config: dict[str, Any], online: bool) -> None:
+    """Evaluation reads offline features only, and needs its interval (0.2.0 ``_validate_run_structure``)."""
+    data, training = config.get("data") or {}, config.get("training") or {}
+    if data.get("eval_data_path"):
+        raise ConfigError(
+            "data.eval_data_path is unsupported; online evaluation is not supported by the server-only capture path"
+        )
+    if bool(data.get("eval_hidden_states_path")) != bool(training.get("eval_interval")):
+        raise ConfigError("an eval data source and training.eval_interval must be configured together")
+    if data.get("eval_hidden_states_path") and online:
+        raise ConfigError("data.eval_hidden_states_path requires an offline training data source")
 
 
 def check_deployment(config: dict[str, Any], online: bool) -> None:
     """SpecForge 0.2.0's topology rules (config/schema.py ``_validate_run_structure``)."""
     deployment = config.get("deployment") or {}
     mode = deployment.get("mode", "local_colocated")
+    if mode != "disaggregated" and deployment.get("disaggregated") is not None:
+        raise ConfigError("deployment.disaggregated requires deployment.mode=disaggregated")
     disaggregated = deployment.get("disaggregated") or {}
     if online and mode != "disaggregated":
         raise ConfigError(

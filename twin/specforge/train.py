@@ -1,9 +1,10 @@
 """``specforge train`` stand-in: SpecForge-format progress and runtime checkpoints in accelerated time.
 
-Quality model: a drafter trained to convergence reaches the scenario's ``target_accept_length`` on
-data the target regenerated and ``generic_accept_length`` on other data, blended by the share of
-assistant turns the target would have written; convergence follows
-``1 - exp(-3 * steps / steps_to_converge)``.
+Quality model (:mod:`twin.specforge.data`): a drafter trained to convergence reaches the scenario's
+``target_accept_length`` on data the target regenerated and ``generic_accept_length`` on other data, blended
+by the share of assistant turns the target would have written; convergence follows
+``1 - exp(-3 * steps / steps_to_converge)``. Offline runs with held-out features
+(``data.eval_hidden_states_path``, ``training.eval_interval``) print SpecForge's ``eval/*`` metrics.
 Progress lines follow ``step {N}: {dict}`` [SF@a6b6b02 training/assembly.py:291] with the keys of
 training/controller.py:285-301; checkpoints follow training/checkpoint.py:9-67.
 """
@@ -20,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from twin.clock import SimClock
-from twin.datasets import read_jsonl, target_alignment
 from twin.engine.physics import visible_gpus
 from twin.layout import SimLayout
 from twin.ledger import GpuLedgerEntry, memory_in_use
-from twin.quality import REFERENCE_STEPS, accept_length, per_position_from_length
+from twin.quality import REFERENCE_STEPS, accept_length
 from twin.scenario import Scenario
+from twin.specforge.data import DataError, evaluation_data, training_data
 
 START_ACCEPTANCE = 0.05
+HELD_OUT = 0.98  # held-out samples are predicted a little worse than the training samples
 
 
 class TrainingError(Exception):
@@ -61,30 +63,31 @@ def _gpus(config: dict[str, Any], scenario: Scenario, layout: SimLayout) -> list
     return used
 
 
-def _acceptance(config: dict[str, Any], scenario: Scenario, layout: SimLayout) -> tuple[float, float, int]:
-    """(final per-position acceptance at convergence, data alignment, number of records)."""
-    data = config["data"]
-    if not data.get("train_data_path"):
-        raise TrainingError(
-            "NotImplementedError: [simulated host] only online training from data.train_data_path is simulated"
-        )
-    path = Path(str(data["train_data_path"]))
-    try:
-        records = read_jsonl(path)
-    except (OSError, ValueError) as error:
-        raise TrainingError(f"FileNotFoundError: cannot read training data {path}: {error}") from None
-    if not records:
-        raise TrainingError(f"ValueError: the training data {path} holds no records")
-    alignment = target_alignment(records)
-    training = scenario.training
-    length = (
-        training.generic_accept_length + (training.target_accept_length - training.generic_accept_length) * alignment
-    )
-    return per_position_from_length(length), alignment, len(records)
+def _accuracies(acceptance: float, ttt_length: int) -> list[float]:
+    """Per-position accuracy: later positions predict from the draft's own earlier guesses, a little worse."""
+    return [acceptance * 0.985**position for position in range(ttt_length)]
+
+
+def _eval_metrics(acceptance: float, ttt_length: int) -> dict[str, Any]:
+    """SpecForge's evaluator keys (``specforge/eval/evaluator.py``); ``simulated_acc_len`` is the sum over
+    positions of the product of accuracies so far, without the bonus token."""
+    accuracies = [round(value, 4) for value in _accuracies(acceptance * HELD_OUT, ttt_length)]
+    metrics: dict[str, Any] = {
+        "eval/avg_loss": round(sum(0.8**k * (0.35 - math.log(max(a, 1e-6))) for k, a in enumerate(accuracies)), 4),
+        "eval/avg_acc": accuracies[0],
+        "eval/per_position_acc": accuracies,
+    }
+    product, simulated = 1.0, 0.0
+    for position, accuracy in enumerate(accuracies):
+        product *= accuracy
+        simulated += product
+        metrics[f"eval/acceptance_rate_{position}"] = round(product, 4)
+    metrics["eval/simulated_acc_len"] = round(simulated, 4)
+    return metrics
 
 
 def _step_metrics(acceptance: float, ttt_length: int, learning_rate: float) -> dict[str, float]:
-    accuracies = [acceptance * 0.985**position for position in range(ttt_length)]
+    accuracies = _accuracies(acceptance, ttt_length)
     metrics: dict[str, float] = {}
     product = 1.0
     for position, accuracy in enumerate(accuracies):
@@ -162,7 +165,11 @@ def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_on
     online = not (config.get("data") or {}).get("hidden_states_path")
     if not _model_is_target(str(model["target_model_path"]), scenario, layout):
         raise TrainingError(f"OSError: target model {model['target_model_path']} not found on this host")
-    final, alignment, records = _acceptance(config, scenario, layout)
+    try:
+        data, held_out = training_data(config), evaluation_data(config)
+    except DataError as error:
+        raise TrainingError(str(error)) from None
+    final, alignment, records = data.acceptance(scenario), data.alignment, data.records
     batch = int(training.get("batch_size") or 1)
     steps = int(training.get("max_steps") or int(training.get("num_epochs") or 10) * math.ceil(records / batch))
     ttt, rate = int(training.get("ttt_length") or 7), float(training.get("learning_rate") or 1e-4)
@@ -171,7 +178,7 @@ def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_on
         int(training.get("save_interval") or 1000),
     )
     # Evaluation reads offline features (data.eval_hidden_states_path); online runs print no eval metrics.
-    eval_every = 0 if online else int(training.get("eval_interval") or 0)
+    eval_every = int(training.get("eval_interval") or 0) if held_out is not None else 0
     run_id, output_dir = str(config.get("run_id") or "run"), Path(str(config["output_dir"]))
     print(
         f"Training plan: strategy={training.get('strategy', 'eagle3')}, records={records}, "
@@ -194,11 +201,8 @@ def train(config: dict[str, Any], scenario: Scenario, layout: SimLayout, plan_on
             if step % log_every == 0 or step == steps:
                 print(f"step {step}: {_step_metrics(acceptance, ttt, rate)}", flush=True)
             simulated = accept_length(acceptance, REFERENCE_STEPS) - 1.0
-            if eval_every and step % eval_every == 0:
-                print(
-                    f"step {step}: {{'eval/simulated_acc_len': {simulated:.4f}, 'eval/acc': {acceptance:.4f}}}",
-                    flush=True,
-                )
+            if eval_every and (step % eval_every == 0 or step == steps):
+                print(f"step {step}: {_eval_metrics(acceptance, ttt)}", flush=True)
             if step % save_every == 0 or step == steps:
                 state = {
                     "step": step,

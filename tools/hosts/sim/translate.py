@@ -6,7 +6,12 @@ Recognised (the program may be given by any path; python options before ``-m``/`
 - ``vllm serve <model> ...``, ``<python> -m vllm.entrypoints.openai.api_server ...`` -> engine stand-in (vLLM)
 - ``specforge train|export ...``, ``<python> -m specforge ...`` -> SpecForge stand-in
 - ``<python> [path/]regenerate_train_data.py ...``, ``prepare_data.py ...`` -> data stand-ins
+- ``<python> [path/]prepare_hidden_states.py ...``, also under ``torchrun [options]`` or
+  ``<python> -m torch.distributed.run [options]`` -> the hidden-state preparation stand-in
 - ``<python> -c SNIPPET`` -> the simulated interpreter (the scenario decides which packages exist)
+
+The SpecForge, preparation and interpreter stand-ins are told which program was asked for
+(``--interpreter``): SpecForge's own environment and the engine's have different packages.
 - ``nvidia-smi``, ``lscpu``, ``nproc``, ``free``, ``df``, ``dmesg``, ``ss`` -> host command stand-in
 
 Everything else runs unchanged. Translating a translated command returns it as it is.
@@ -26,8 +31,32 @@ DATA_SCRIPTS = {
     "regenerate_train_data.py": "twin.regenerate",
     "prepare_data.py": "twin.prepare_data",
 }
+HIDDEN_STATES_SCRIPT = "prepare_hidden_states.py"
+TORCHRUN_MODULES = {"torch.distributed.run", "torch.distributed.launch"}
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 _OPTIONS_WITH_VALUE = {"-X", "-W", "-Q"}
+# torchrun options that take a separate value (``--name value``); ``--name=value`` needs no entry.
+_TORCHRUN_VALUES = {
+    "--nproc_per_node",
+    "--nproc-per-node",
+    "--nnodes",
+    "--node_rank",
+    "--node-rank",
+    "--master_addr",
+    "--master-addr",
+    "--master_port",
+    "--master-port",
+    "--rdzv_backend",
+    "--rdzv-backend",
+    "--rdzv_endpoint",
+    "--rdzv-endpoint",
+    "--rdzv_id",
+    "--rdzv-id",
+    "--max_restarts",
+    "--max-restarts",
+    "--log_dir",
+    "--log-dir",
+}
 
 
 def is_python(program: str) -> bool:
@@ -57,6 +86,22 @@ def _python_target(argv: list[str]) -> tuple[str, str, list[str]] | None:
     return None
 
 
+def torchrun_script(arguments: list[str]) -> tuple[int, str, list[str]] | None:
+    """(processes per node, script, its arguments) of a torchrun command line's arguments."""
+    processes, index = 1, 0
+    while index < len(arguments):
+        item = arguments[index]
+        if not item.startswith("-"):
+            return processes, item, arguments[index + 1 :]
+        name, equals, value = item.partition("=")
+        if not equals and name in _TORCHRUN_VALUES:
+            value, index = (arguments[index + 1] if index + 1 < len(arguments) else ""), index + 1
+        if name in ("--nproc_per_node", "--nproc-per-node") and value.isdigit():
+            processes = int(value)
+        index += 1
+    return None
+
+
 class Translator:
     def __init__(self, scenario_file: Path, sim_root: Path) -> None:
         self.scenario_file, self.sim_root = scenario_file, sim_root
@@ -76,6 +121,17 @@ class Translator:
     def _engine(self, engine: str, entry: str, flags: list[str]) -> list[str]:
         return self._stand_in("twin.engine", "--engine", engine, "--entry", entry, "--", *flags)
 
+    def _hidden_states(self, program: str, processes: int, rest: list[str]) -> list[str]:
+        return self._stand_in(
+            "twin.hidden_states", "--interpreter", program, "--nproc-per-node", str(processes), "--", *rest
+        )
+
+    def _torchrun(self, program: str, arguments: list[str], original: list[str]) -> list[str]:
+        found = torchrun_script(arguments)
+        if found is not None and Path(found[1]).name == HIDDEN_STATES_SCRIPT:
+            return self._hidden_states(program, found[0], found[2])
+        return list(original)
+
     def translate(self, argv: list[str]) -> list[str]:
         if not argv or is_stand_in(argv):
             return list(argv)
@@ -88,16 +144,22 @@ class Translator:
             if kind == "-m" and name in ENGINE_MODULES:
                 return self._engine(ENGINE_MODULES[name], "module", rest)
             if kind == "-m" and name in SPECFORGE_MODULES:
-                return self._stand_in("twin.specforge", "--", *rest)
+                return self._stand_in("twin.specforge", "--interpreter", argv[0], "--", *rest)
+            if kind == "-m" and name in TORCHRUN_MODULES:
+                return self._torchrun(argv[0], rest, argv)
             if kind == "-c":
-                return self._stand_in("twin.fakepython", "-c", name, *rest)
+                return self._stand_in("twin.fakepython", "--interpreter", argv[0], "-c", name, *rest)
             if kind == "script" and Path(name).name in DATA_SCRIPTS:
                 return self._stand_in(DATA_SCRIPTS[Path(name).name], "--", *rest)
+            if kind == "script" and Path(name).name == HIDDEN_STATES_SCRIPT:
+                return self._hidden_states(argv[0], 1, rest)
             return list(argv)
         if program in ("sglang", "vllm") and len(argv) >= 2 and argv[1] == "serve":
             return self._engine(program, "script", argv[2:])
         if program == "specforge":
-            return self._stand_in("twin.specforge", "--", *argv[1:])
+            return self._stand_in("twin.specforge", "--interpreter", argv[0], "--", *argv[1:])
+        if program == "torchrun":
+            return self._torchrun(argv[0], argv[1:], argv)
         if program in HOST_COMMANDS:
             return self._stand_in("twin.hostcmd", "--", program, *argv[1:])
         return list(argv)
