@@ -94,6 +94,7 @@ ENVIRONMENT_VARIABLES: dict[str, tuple[str, ...]] = {
     "OPSLOOP_SCRIPT": ("script",),
     "OPSLOOP_SIM": ("sim",),
     "OPSLOOP_ENGINE_PYTHON": ("tools", "engine_python"),
+    "OPSLOOP_SPECFORGE_PYTHON": ("tools", "specforge_python"),
     "OPSLOOP_NOTIFY": ("notify", "channels"),
     "OPSLOOP_MAX_STEPS": ("limits", "max_steps"),
     "OPSLOOP_MAX_WALL_SECONDS": ("limits", "max_wall_seconds"),

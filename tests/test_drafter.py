@@ -14,7 +14,7 @@ from support.bench import fake_server
 from support.tool_context import make_context, wait_for
 
 from tools.base import ToolContext, ToolRegistry, ToolResult
-from tools.drafter.plan import to_yaml
+from tools.drafter.yaml_text import to_yaml
 from tools.drafter.progress import DrafterProgress, apply_line
 from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
 from tools.processes import stop_process
@@ -330,7 +330,7 @@ def test_the_simulated_host_runs_the_same_pipeline_with_its_specforge_stand_in(t
             "name": "sim-drafter",
             "target_model_path": host.scenario.model.name,
             "stages": ["train", "export"],
-            "specforge_python": "/opt/specforge-env/bin/python",
+            "specforge_python": str(host.layout.specforge_bin(host.scenario) / "python"),
             "extra_config": MANAGED_LOCAL,
             "train_data_path": str(data),
             "draft_model_config": str(host.layout.draft_config(host.scenario)),

@@ -137,7 +137,6 @@ def test_a_drafter_job_killed_mid_training_is_reported_failed(tmp_path: Path) ->
                 "specforge_dir": environment.specforge_dir,
                 "draft_model_config": environment.specforge_draft_configs[0],
                 "input_data_path": environment.specforge_datasets[0],
-                "specforge_python": "/opt/specforge-env/bin/python",
                 "extra_config": MANAGED_LOCAL,
             },
             context,

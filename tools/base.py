@@ -86,6 +86,9 @@ class ToolSettings(BaseModel):
     engine_python: str = Field(default_factory=lambda: sys.executable)
     """Interpreter of the engine environment: probes, launches, benchmarks and training use it.
     Default: the interpreter running the agent."""
+    specforge_python: str | None = None
+    """Interpreter of SpecForge's own environment (it pins torch and sglang, so it is usually not the engine's).
+    Default: the one probe_system finds, ``$SPECFORGE_DIR/.venv/bin/python``."""
     allowed_write_roots: list[Path] = Field(default_factory=list)
     """Directories patch_file may write in (the working directory is always allowed)."""
     output_cap_chars: int = Field(default=DEFAULT_OUTPUT_CAP_CHARS, ge=200)

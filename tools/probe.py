@@ -17,6 +17,7 @@ from pydantic import Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.document import utc_now
+from tools.drafter.environment import inspect_environment
 from tools.hosts.base import Host
 from tools.records import Environment, ModelInfo
 
@@ -83,10 +84,12 @@ for kind, folder, suffix in (("draft_configs", "configs", ".json"),
     where = os.path.join(specforge, folder) if specforge else ""
     specforge_files[kind] = sorted(os.path.join(where, name) for name in os.listdir(where)
                                    if name.endswith(suffix)) if where and os.path.isdir(where) else []
+venv = os.path.join(specforge, ".venv", "bin", "python") if specforge else ""
 print(json.dumps({"packages": versions, "cpu_model": model or platform.processor() or None,
                   "cpu_cores": os.cpu_count(), "ram_bytes": ram, "disk_path": probe,
                   "disk_free_bytes": shutil.disk_usage(probe).free, "python": sys.version.split()[0],
-                  "models": models, "specforge_dir": specforge, **specforge_files}))
+                  "models": models, "specforge_dir": specforge, **specforge_files,
+                  "specforge_venv_python": venv if venv and os.path.exists(venv) else None}))
 """
 GIB = 1024**3
 
@@ -187,7 +190,22 @@ def _summary(environment: Environment) -> str:
         gpus = environment.gpu_probe_error or "no GPUs"
     installed = ", ".join(f"{name} {version}" for name, version in environment.packages.items() if version)
     installed = installed or "no engine packages"
-    return f"{gpus}; {environment.cpu_cores} CPU cores, {environment.ram_gib} GiB RAM; {installed}"
+    specforge = environment.specforge_packages.get("specforge")
+    own = f"; SpecForge {specforge} in its own environment" if specforge and environment.specforge_python else ""
+    return f"{gpus}; {environment.cpu_cores} CPU cores, {environment.ram_gib} GiB RAM; {installed}{own}"
+
+
+def _with_specforge(environment: Environment, context: ToolContext, venv: str | None, notes: list[str]) -> Environment:
+    """SpecForge's own environment: the setting, else the checkout's ``.venv``; its packages from metadata."""
+    python = context.settings.specforge_python or venv
+    if not python:
+        return environment.model_copy(update={"specforge_python": None, "specforge_packages": {}})
+    report = inspect_environment(context.host, python, "setting" if context.settings.specforge_python else "probe")
+    if report.error:
+        notes.append(f"SpecForge environment {python}: {report.error}")
+    elif report.unmet:
+        notes.append(f"SpecForge environment {python}: specforge's pins unmet: {', '.join(report.unmet)}")
+    return environment.model_copy(update={"specforge_python": python, "specforge_packages": report.packages})
 
 
 class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
@@ -196,7 +214,8 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
         "Probe the host: each GPU (name, compute capability, memory, utilisation, temperature, ECC), GPU "
         "pair topology (NVLink vs PCIe, P2P), driver and CUDA versions, CPU, RAM, free disk at the model "
         "path, and the installed versions of sglang, vllm, torch, flashinfer and specforge in the engine "
-        "environment. Records the result in the state's environment."
+        "environment, and SpecForge's own environment (its checkout's .venv) when there is one. Records the "
+        "result in the state's environment."
     )
     args_model = ProbeSystemArgs
     output_model = ProbeSystemOutput
@@ -234,6 +253,7 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
                 "specforge_datasets": facts.get("datasets") or [],
             }
         )
+        environment = _with_specforge(environment, context, facts.get("specforge_venv_python"), notes)
         context.state.environment = environment
         notes += _notes(environment)
         summary = _summary(environment)

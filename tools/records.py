@@ -77,6 +77,9 @@ class Environment(Document):
     specforge_dir: str | None = None  # a SpecForge source checkout on the host (SPECFORGE_DIR), for scripts/
     specforge_draft_configs: list[str] = Field(default_factory=list)  # <checkout>/configs/*.json
     specforge_datasets: list[str] = Field(default_factory=list)  # <checkout>/cache/dataset/*.jsonl
+    # SpecForge's own environment (the setting, else <checkout>/.venv/bin/python) and what it has installed.
+    specforge_python: str | None = None
+    specforge_packages: dict[str, str | None] = Field(default_factory=dict)
 
 
 class Task(Document):

@@ -1,185 +1,100 @@
-"""What SpecForge needs before ``specforge train`` can run, checked before the drafter pipeline starts.
+"""What SpecForge needs before the drafter pipeline can run, checked before anything starts.
 
-From the SpecForge 0.2.0 release (``specforge/config/schema.py``, ``cli.py``, ``launch_plan.py``,
-``pyproject.toml``):
+From the SpecForge 0.2.0 release and its checkout:
 
-- its own environment: it pins ``torch==2.11.0`` and ``sglang==0.5.14``, so it is run from a separate
-  interpreter (``specforge_python``) rather than the engine's;
-- online training (``data.train_data_path``) requires ``deployment.mode: disaggregated`` with the
-  ``mooncake`` backend ("colocated online training is no longer supported");
-- Mooncake master and metadata services, which SpecForge starts itself only for a
-  ``deployment.disaggregated.managed_local`` section; otherwise they must already answer;
-- capture servers: SGLang started with ``--enable-spec-capture`` and ``--chunked-prefill-size -1`` (a
-  SpecForge-patched SGLang; no published SGLang release has the flag), unless ``managed_local`` starts them;
-- offline training (``data.hidden_states_path``) needs none of the services: hidden states are first
-  generated from the target with ``scripts/prepare_hidden_states.py`` from a SpecForge checkout.
+- its own environment (:mod:`tools.drafter.environment`): specforge installed where it runs, with its exact
+  pins (``torch==2.11.0``, ``transformers==5.8.1``, ``sglang==0.5.14``) met;
+- offline route (``prepare_hidden_states``): the checkout's ``scripts/prepare_hidden_states.py`` runs with
+  that interpreter and can prepare EAGLE-3 features (:mod:`tools.drafter.hidden_states`), and the GPUs have
+  room for the target (:mod:`tools.drafter.gpu_room`);
+- online route (``train`` from ``train_data_path``): a disaggregated deployment, Mooncake and capture servers
+  (:mod:`tools.drafter.online_services`).
+
+Each missing check says whether it is *absent* (nothing of it on this host) or set up but failing: a
+policy may finish without training in the first case and ask a human in the second.
 """
 
 from __future__ import annotations
 
-import shlex
-import socket
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from pathlib import Path
 
 from tools.base import ToolContext
-from tools.drafter.plan import TrainDrafterArgs
-from tools.processes import live_processes
-
-CheckName = Literal["specforge_environment", "deployment_mode", "mooncake", "capture_server"]
-REFUSED = "SpecForge training cannot start"  # how a refusal begins (the runbook recognises it)
-MOONCAKE_MASTER = "127.0.0.1:35551"
-MOONCAKE_METADATA = "http://127.0.0.1:35880/metadata"
-
-
-class PrerequisiteCheck(BaseModel):
-    name: CheckName
-    ok: bool
-    detail: str
+from tools.drafter import online_services
+from tools.drafter.arguments import TrainDrafterArgs
+from tools.drafter.environment import SpecForgeEnvironmentReport, inspect_environment, specforge_python
+from tools.drafter.gpu_room import assess, shortfall
+from tools.drafter.hidden_states import ScriptUnusable, accepted_flags, build_command, script_path
+from tools.drafter.report import PrerequisiteCheck, PrerequisiteReport
 
 
-class PrerequisiteReport(BaseModel):
-    route: Literal["online", "offline"]
-    checks: list[PrerequisiteCheck] = Field(default_factory=list)
-    offline_route: list[str] = Field(default_factory=list, description="Commands for the offline route")
+def _environment(found: SpecForgeEnvironmentReport, engine_python: str) -> PrerequisiteCheck:
+    name, python = "specforge_environment", found.python
+    if found.source == "engine" and (found.error or not found.version):
+        return PrerequisiteCheck(
+            name=name,
+            ok=False,
+            absent=True,
+            detail=(
+                "no SpecForge environment on this host: specforge_python is neither given nor set, the probe found "
+                f"none ($SPECFORGE_DIR/.venv/bin/python), and the engine environment ({engine_python}) has no "
+                "specforge"
+            ),
+        )
+    if found.error:
+        return PrerequisiteCheck(name=name, ok=False, detail=f"cannot run {python}: {found.error}")
+    if not found.version:
+        return PrerequisiteCheck(name=name, ok=False, detail=f"specforge is not installed for {python}")
+    if found.unmet:
+        where = "the engine environment" if found.source == "engine" else python
+        return PrerequisiteCheck(
+            name=name,
+            ok=False,
+            detail=(
+                f"specforge {found.version} in {where} needs exact versions it does not have: "
+                f"{', '.join(found.unmet)}; give SpecForge its own environment (specforge_python)"
+            ),
+        )
+    return PrerequisiteCheck(name=name, ok=True, detail=f"specforge {found.version} in {python} ({found.source})")
 
-    @property
-    def missing(self) -> list[PrerequisiteCheck]:
-        return [check for check in self.checks if not check.ok]
 
-    def describe(self) -> str:
-        lines = [
-            f"{REFUSED} ({self.route}); missing: "
-            + "; ".join(f"{check.name}: {check.detail}" for check in self.missing)
-        ]
-        if self.offline_route:
-            lines.append(
-                "Offline route (hidden states from the target first, then training; no capture server "
-                "or Mooncake needed): " + " && ".join(self.offline_route)
-            )
-        return "\n".join(lines)
+def _gpu(args: TrainDrafterArgs, context: ToolContext) -> tuple[str | None, bool]:
+    """The GPUs' compute capability, and whether the target uses MLA attention (from the probe)."""
+    environment = context.state.environment
+    capability = environment.gpus[0].compute_capability if environment.gpus else None
+    models = [context.state.model, *environment.models]
+    mla = any(model.attention == "mla" for model in models if args.target_model_path in (model.path, model.name))
+    return capability or None, mla
 
 
-def _disaggregated(args: TrainDrafterArgs) -> dict[str, Any]:
-    deployment = args.extra_config.get("deployment") or {}
-    section = deployment.get("disaggregated") if isinstance(deployment, dict) else None
-    return section if isinstance(section, dict) else {}
-
-
-def _answers(address: str) -> bool:
-    host, _, port = address.removeprefix("http://").split("/", 1)[0].rpartition(":")
+def _offline(
+    args: TrainDrafterArgs, context: ToolContext, report: PrerequisiteReport, train_data: str, output_dir: str
+) -> None:
+    """Add the preparation script's check (building its command) and the GPU memory check."""
+    python, script = str(report.specforge_python), script_path(str(args.specforge_dir))
+    room = assess(args, context)
+    output = args.hidden_states_path or str(Path(output_dir) / "hidden-states")
     try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1.0):
-            return True
-    except (OSError, ValueError):
-        return False
-
-
-def _environment(args: TrainDrafterArgs, context: ToolContext) -> PrerequisiteCheck:
-    python = args.specforge_python or context.settings.engine_python
-    result = context.host.run(
-        [python, "-c", "import importlib.metadata as m; print(m.version('specforge'))"], timeout=60
+        flags = accepted_flags(context, python, script)
+        report.prepare = build_command(args, python, flags, train_data, output, room, _gpu(args, context))
+        report.checks.append(
+            PrerequisiteCheck(name="prepare_script", ok=True, detail=f"{script} accepts {len(flags)} flags")
+        )
+    except ScriptUnusable as error:
+        report.checks.append(PrerequisiteCheck(name="prepare_script", ok=False, detail=str(error)))
+    short = shortfall(room, args, context)
+    free = (
+        f"at least {min(room.free_mib.values()) / 1024:.1f} GiB free on each GPU it uses"
+        if room.free_mib
+        else "GPU memory not known here; not checked"
     )
-    if result.exit_code != 0:
-        return PrerequisiteCheck(
-            name="specforge_environment", ok=False, detail=f"specforge is not installed for {python}"
-        )
-    version = result.stdout.strip()
-    if not args.specforge_python or args.specforge_python == context.settings.engine_python:
-        return PrerequisiteCheck(
-            name="specforge_environment",
-            ok=False,
-            detail=(
-                f"specforge {version} would run in the engine environment; it pins torch and sglang (0.2.0: "
-                "torch==2.11.0, sglang==0.5.14), so give specforge_python of its own environment"
-            ),
-        )
-    return PrerequisiteCheck(name="specforge_environment", ok=True, detail=f"specforge {version} in {python}")
+    report.checks.append(PrerequisiteCheck(name="gpu_memory", ok=short is None, detail=short or free))
 
 
-def _capture(args: TrainDrafterArgs, context: ToolContext, target: str | None) -> PrerequisiteCheck:
-    if _disaggregated(args).get("managed_local") is not None:
-        return PrerequisiteCheck(name="capture_server", ok=True, detail="managed_local: SpecForge starts them")
-    if args.capture_server_urls:
-        return PrerequisiteCheck(
-            name="capture_server", ok=True, detail=f"given: {', '.join(args.capture_server_urls)} (not verified)"
-        )
-    port = target.rpartition(":")[2] if target else ""
-    for record in live_processes(context.state, kind="engine"):
-        if str(record.port) == port:
-            argv = record.argv
-            capture = "--enable-spec-capture" in argv
-            whole = "--chunked-prefill-size" in argv and argv[argv.index("--chunked-prefill-size") + 1] == "-1"
-            if capture and whole:
-                return PrerequisiteCheck(name="capture_server", ok=True, detail=f"engine {record.name} captures")
-            return PrerequisiteCheck(
-                name="capture_server",
-                ok=False,
-                detail=(
-                    f"engine {record.name} on port {port} was not started with --enable-spec-capture and "
-                    "--chunked-prefill-size -1 (needs SpecForge's patched SGLang)"
-                ),
-            )
-    return PrerequisiteCheck(
-        name="capture_server",
-        ok=False,
-        detail=(
-            f"no capture-enabled SGLang known at {target or '(none)'}; start one with SpecForge's patched SGLang "
-            "(--enable-spec-capture --chunked-prefill-size -1), pass capture_server_urls, or add a "
-            "managed_local section"
-        ),
-    )
-
-
-def _mooncake(args: TrainDrafterArgs) -> PrerequisiteCheck:
-    section = _disaggregated(args)
-    if section.get("managed_local") is not None:
-        return PrerequisiteCheck(name="mooncake", ok=True, detail="managed_local: SpecForge starts Mooncake")
-    master = str(section.get("mooncake_master_server_addr") or MOONCAKE_MASTER)
-    metadata = str(section.get("mooncake_metadata_server") or MOONCAKE_METADATA)
-    silent = [address for address in (master, metadata) if not _answers(address)]
-    if silent:
-        return PrerequisiteCheck(
-            name="mooncake",
-            ok=False,
-            detail=(
-                f"Mooncake master/metadata not answering at {', '.join(silent)}; SpecForge starts them only with a "
-                "deployment.disaggregated.managed_local section"
-            ),
-        )
-    return PrerequisiteCheck(name="mooncake", ok=True, detail=f"master {master} and metadata {metadata} answer")
-
-
-def offline_commands(args: TrainDrafterArgs, train_data: str, output_dir: str) -> list[str]:
-    script = f"{args.specforge_dir or '<specforge checkout>'}/scripts/prepare_hidden_states.py"
-    prepare = [
-        "torchrun",
-        f"--nproc_per_node={args.tp_size}",
-        script,
-        "--target-model-path",
-        args.target_model_path,
-        "--draft-model-config",
-        args.draft_model_config or "<draft config>",
-        "--data-path",
-        train_data,
-        "--output-path",
-        f"{output_dir}/hidden-states",
-        "--max-length",
-        str(args.max_length),
-        "--tp-size",
-        str(args.tp_size),
-        "--batch-size",
-        "1",
-    ]
-    if args.chat_template:
-        prepare += ["--chat-template", args.chat_template]
+def offline_route(args: TrainDrafterArgs, train_data: str) -> list[str]:
     return [
-        shlex.join(prepare) + "  (flags as in SpecForge's data-preparation docs; they differ between "
-        "checkout revisions, so check the script's --help)",
-        f"train_drafter with hidden_states_path={output_dir}/hidden-states, "
-        "stages [train, export], deployment_mode local_colocated (stop the serving engine first: the "
-        "preparation loads the target on the GPUs)",
+        f"train_drafter with stages [prepare_hidden_states, train, export] and train_data_path={train_data} "
+        "(scripts/prepare_hidden_states.py of the SpecForge checkout loads the target on the GPUs: stop the serving "
+        "engine first unless a dry_run says they have room; dry_run also shows the command for this checkout)"
     ]
 
 
@@ -187,25 +102,23 @@ def check_prerequisites(
     args: TrainDrafterArgs, context: ToolContext, target: str | None, train_data: str, output_dir: str
 ) -> PrerequisiteReport:
     """Every prerequisite of the chosen route, each with what was found."""
-    offline = bool(args.hidden_states_path)
-    report = PrerequisiteReport(route="offline" if offline else "online")
-    report.checks.append(_environment(args, context))
-    if offline:
-        return report
-    mode_ok = args.deployment_mode == "disaggregated"
-    report.checks.append(
-        PrerequisiteCheck(
-            name="deployment_mode",
-            ok=mode_ok,
-            detail=(
-                "disaggregated"
-                if mode_ok
-                else "online training (train_data_path) requires deployment.mode "
-                "disaggregated; local_colocated fails SpecForge's config validation"
-            ),
-        )
+    python, source = specforge_python(args.specforge_python, context)
+    found = inspect_environment(context.host, python, source)
+    environment = _environment(found, context.settings.engine_python)
+    report = PrerequisiteReport(
+        route="offline" if args.offline else "online", specforge_python=python, checks=[environment]
     )
-    report.checks += [_mooncake(args), _capture(args, context, target)]
+    if "prepare_hidden_states" in args.stages:
+        if environment.ok:  # the script's --help runs in that environment
+            _offline(args, context, report, train_data, output_dir)
+        return report
+    if args.offline or "train" not in args.stages:
+        return report
+    report.checks += [
+        online_services.deployment_mode(args),
+        online_services.mooncake(args),
+        online_services.capture_server(args, context, target),
+    ]
     if report.missing:
-        report.offline_route = offline_commands(args, train_data, output_dir)
+        report.offline_route = offline_route(args, train_data)
     return report

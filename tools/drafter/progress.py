@@ -1,4 +1,4 @@
-"""Read a drafter run's progress from its log and status file.
+"""Read a drafter run's progress from its log, its status file and the files it writes.
 
 SpecForge prints ``step {N}: {dict}`` with Python dict syntax [SF@a6b6b02 training/assembly.py:291]:
 training keys ``acc_0..``, ``ploss_0..``, ``acc``, ``loss``, ``acceptance_rate_i``, ``acceptance_rate``,
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,9 @@ class DrafterProgress(BaseModel):
         default=None, description="simulated_acc_len + 1, comparable with SGLang"
     )
     regenerated_records: int | None = None
+    prepared_samples: int | None = Field(
+        default=None, description="Hidden-state files written so far (offline route): progress of a quiet stage"
+    )
     stage_cpu_seconds: float | None = Field(
         default=None,
         description="CPU spent by the running stage: it grows while the stage works, even when it prints nothing",
@@ -109,7 +113,18 @@ def read_tail(path: Path) -> str:
         return ""
 
 
-def read_progress(log_path: Path, status_path: Path, regenerated_path: Path | None) -> DrafterProgress:
+def _feature_files(directories: list[Path]) -> int:
+    suffixes = (".ckpt", ".ckpt.gz")
+    return sum(
+        sum(1 for name in names if name.endswith(suffixes))
+        for directory in directories
+        for _, _, names in os.walk(directory)
+    )
+
+
+def read_progress(
+    log_path: Path, status_path: Path, regenerated_path: Path | None, feature_dirs: list[Path] | None = None
+) -> DrafterProgress:
     progress = DrafterProgress()
     try:
         status = json.loads(status_path.read_text(encoding="utf-8"))
@@ -130,4 +145,6 @@ def read_progress(log_path: Path, status_path: Path, regenerated_path: Path | No
     if regenerated_path is not None and regenerated_path.exists():
         with regenerated_path.open("rb") as handle:
             progress.regenerated_records = sum(1 for line in handle if line.strip())
+    if feature_dirs and any(directory.exists() for directory in feature_dirs):
+        progress.prepared_samples = _feature_files(feature_dirs)
     return progress

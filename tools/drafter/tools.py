@@ -1,9 +1,10 @@
 """train_drafter and drafter_status: the EAGLE-3 pipeline as one managed background process.
 
-``train_drafter`` writes the run config and a plan (each stage's command translated by the host, so
-the simulated host can swap in its SpecForge stand-ins), then starts :mod:`tools.drafter.runner`
-detached. Training takes hours on real hardware, so by default it returns at once with the path the
-drafter will be exported to; ``drafter_status`` (or ``wait: true``) reads progress into the state.
+``train_drafter`` checks the prerequisites, writes the run config and a plan (:mod:`tools.drafter.build`),
+then starts :mod:`tools.drafter.runner` detached. Training takes hours on real hardware, so by default it
+returns at once with the path the drafter will be exported to; ``drafter_status`` (or ``wait: true``) reads
+progress into the state. ``dry_run: true`` returns the prerequisite report and the plan (commands and the
+reasons for the preparation's flags) and starts nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from pydantic import Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.drafter import runner as drafter_runner
-from tools.drafter.plan import DrafterPlan, PlannedStage, TrainDrafterArgs, run_config, stage_commands, to_yaml
-from tools.drafter.prerequisites import check_prerequisites
+from tools.drafter.arguments import TrainDrafterArgs
+from tools.drafter.build import build_plan, checked
+from tools.drafter.plan import DrafterPlan
 from tools.drafter.progress import DrafterProgress, read_progress
+from tools.drafter.report import PrerequisiteReport
 from tools.processes import live_processes, refresh, resolve_process, start_process
 from tools.records import ProcessRecord
 
@@ -28,78 +31,16 @@ KIND = "drafter_training"
 
 class DrafterOutput(ToolOutput):
     name: str
-    state: str
-    pid: int
-    log_path: str
+    state: str = Field(description="starting, running, done, failed, stopped; 'planned' for a dry run")
+    pid: int | None = None
+    log_path: str | None = None
     config_path: str
     exported_path: str | None = Field(description="For --speculative-draft-model-path once state is 'done'")
     export_dir: str | None = Field(default=None, description="Where the drafter will be exported")
-    progress: DrafterProgress
-
-
-def _target_server(args: TrainDrafterArgs, context: ToolContext) -> str | None:
-    if args.target_server:
-        return args.target_server.removeprefix("http://").rstrip("/")
-    engines = [record for record in live_processes(context.state, kind="engine") if record.port]
-    return f"127.0.0.1:{engines[-1].port}" if engines else None
-
-
-def build_plan(args: TrainDrafterArgs, context: ToolContext) -> DrafterPlan:
-    output_dir = Path(args.output_dir or context.state_dir / "drafters" / args.name).expanduser().resolve()
-    output_dir.mkdir(parents=True, exist_ok=True)
-    target = _target_server(args, context)
-    if "regenerate" in args.stages and target is None:
-        raise ToolError(
-            "regenerate needs the running target server: start it with launch_engine or pass target_server (host:port)"
-        )
-    regenerated = output_dir / "regenerated.jsonl"
-    train_data = str(regenerated) if "regenerate" in args.stages else str(args.train_data_path)
-    run_id = args.name
-    checkpoint = output_dir / f"{run_id}-latest"
-    export_dir = output_dir / "export-sglang"
-    config_path = output_dir / "run.yaml"
-    capture_urls = args.capture_server_urls or ([f"http://{target}"] if target else [])
-    if "train" in args.stages:
-        report = check_prerequisites(args, context, target, train_data, str(output_dir))
-        if report.missing:
-            raise ToolError(report.describe())
-        context.progress(
-            f"SpecForge {report.route} prerequisites: "
-            + "; ".join(f"{check.name}: {check.detail}" for check in report.checks)
-        )
-    config = run_config(args, run_id=run_id, output_dir=output_dir, train_data=train_data, capture_urls=capture_urls)
-    config_path.write_text(to_yaml(config), encoding="utf-8")
-    python = args.specforge_python or context.settings.engine_python
-    commands = stage_commands(
-        args,
-        python=python,
-        output_dir=output_dir,
-        config_path=config_path,
-        regenerated=regenerated,
-        target_server=target,
-        checkpoint=checkpoint,
-        export_dir=export_dir,
-    )
-    stages = [
-        PlannedStage(
-            name=stage,
-            argv=commands[stage][0],
-            host_argv=context.host.translate(commands[stage][0]),
-            cwd=commands[stage][1],
-        )
-        for stage in args.stages
-    ]
-    return DrafterPlan(
-        run_id=run_id,
-        output_dir=str(output_dir),
-        config_path=str(config_path),
-        status_path=str(output_dir / "opsloop-status.json"),
-        train_data_path=train_data,
-        checkpoint_path=str(checkpoint),
-        export_dir=str(export_dir) if "export" in args.stages else None,
-        env=dict(args.env),
-        stages=stages,
-    )
+    train_data_path: str | None = Field(default=None, description="The conversations (regenerated ones included)")
+    progress: DrafterProgress = Field(default_factory=DrafterProgress)
+    prerequisites: PrerequisiteReport | None = None
+    plan: DrafterPlan | None = Field(default=None, description="Dry run: what would run (None when refused)")
 
 
 def observe(record: ProcessRecord, context: ToolContext) -> DrafterProgress:
@@ -107,7 +48,8 @@ def observe(record: ProcessRecord, context: ToolContext) -> DrafterProgress:
     alive = refresh(record, context.host).alive
     config = record.config
     regenerated = Path(config["output_dir"]) / "regenerated.jsonl" if config.get("regenerates") else None
-    progress = read_progress(Path(record.log_path), Path(config["status_path"]), regenerated)
+    features = [Path(path) for path in (config.get("features_dir"), config.get("eval_features_dir")) if path]
+    progress = read_progress(Path(record.log_path), Path(config["status_path"]), regenerated, features)
     if not alive and progress.state in ("running", "starting"):
         progress.state = "stopped" if record.state == "stopped" else "failed"
         progress.error = progress.error or f"the pipeline process ended (exit code {record.exit_code})"
@@ -122,11 +64,16 @@ def _note_outcome(record: ProcessRecord, progress: DrafterProgress, context: Too
     if progress.state == "done":
         where = record.config.get("export_dir")
         quality = (
-            f"; last eval simulated_acc_len {progress.simulated_acc_len:.3f} (about "
-            f"{progress.accept_length_estimate:.3f} SGLang accept length)"
+            f"; last eval simulated_acc_len {progress.simulated_acc_len:.3f} on held-out samples (accept length "
+            f"about {progress.accept_length_estimate:.3f} at {record.config.get('ttt_length', 7)} draft steps)"
             if progress.simulated_acc_len is not None and progress.accept_length_estimate is not None
             else ""
         )
+        if progress.step is None:  # a job without a train stage, e.g. regenerating the data only
+            count = progress.regenerated_records
+            data = f": {count} conversations regenerated by the target" if count else ""
+            context.state.add_finding(f"drafter job {record.name} finished{data}")
+            return
         done = f"exported to {where}" if where else "finished"
         context.state.add_finding(f"drafter {record.name} {done} after step {progress.step}{quality}")
     else:
@@ -146,7 +93,23 @@ def _output(record: ProcessRecord, progress: DrafterProgress) -> DrafterOutput:
         config_path=str(record.config.get("config_path")),
         exported_path=exported,
         export_dir=record.config.get("export_dir"),
+        train_data_path=record.config.get("train_data_path"),
         progress=progress,
+    )
+
+
+def _dry_run(args: TrainDrafterArgs, context: ToolContext) -> DrafterOutput:
+    paths, target, report = checked(args, context)
+    plan = None if report and report.missing else build_plan(args, context, paths, target, report, write=False)
+    return DrafterOutput(
+        name=args.name,
+        state="planned",
+        config_path=str(paths.config),
+        exported_path=None,
+        export_dir=str(paths.export_dir) if "export" in args.stages else None,
+        train_data_path=paths.train_data,
+        prerequisites=report,
+        plan=plan,
     )
 
 
@@ -157,13 +120,17 @@ class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
         "(default 3600)."
     )
     description = (
-        "Train an EAGLE-3 drafter with SpecForge as a background pipeline: regenerate the training "
-        "data with the running target server, `specforge train` from a generated run config, then "
-        "`specforge export --to sglang`. Before training it checks SpecForge's prerequisites (its own "
-        "environment via specforge_python; for online training a capture-enabled SGLang and Mooncake "
-        "services or a managed_local section, deployment_mode disaggregated) and refuses with what is "
-        "missing and the offline route (hidden_states_path). Returns at once (use drafter_status) unless "
-        "wait=true; the exported directory is what --speculative-draft-model-path takes."
+        "Train an EAGLE-3 drafter with SpecForge as a background pipeline. Stages: regenerate (the running "
+        "target answers the prompts again), prepare_hidden_states (offline route: the checkout's "
+        "scripts/prepare_hidden_states.py loads the target on the GPUs and writes its hidden states; its "
+        "flags are read from the script's --help), train (`specforge train` from a generated run config: "
+        "offline from the hidden states, or online against capture servers and Mooncake), export "
+        "(`specforge export --to sglang`). It first checks SpecForge's prerequisites (its own environment "
+        "with its pins met; offline: the script and room on the GPUs; online: a capture-enabled SGLang, "
+        "Mooncake or managed_local) and refuses with what is missing. regenerate needs the serving engine "
+        "and prepare_hidden_states its GPUs: run them as two calls and stop the engine in between when "
+        "dry_run (plan and checks, nothing started) says the GPUs lack room. Returns at once (use "
+        "drafter_status) unless wait=true; the exported directory is what --speculative-draft-model-path takes."
     )
     args_model = TrainDrafterArgs
     output_model = DrafterOutput
@@ -178,7 +145,17 @@ class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
                     f"drafter run {args.name!r} is still running (pid {record.pid}); check it with "
                     "drafter_status or choose another name"
                 )
-        plan = build_plan(args, context)
+        if args.dry_run:
+            return _dry_run(args, context)
+        paths, target, report = checked(args, context)
+        if report is not None and report.missing:
+            raise ToolError(report.describe())
+        if report is not None:
+            context.progress(
+                f"SpecForge {report.route} prerequisites: "
+                + "; ".join(f"{check.name}: {check.detail}" for check in report.checks)
+            )
+        plan = build_plan(args, context, paths, target, report)
         plan_path = Path(plan.output_dir) / "opsloop-plan.json"
         plan_path.write_text(plan.model_dump_json(indent=2), encoding="utf-8")
         Path(plan.status_path).unlink(missing_ok=True)
@@ -188,8 +165,12 @@ class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
             "status_path": plan.status_path,
             "plan_path": str(plan_path),
             "export_dir": plan.export_dir,
-            "stages": list(args.stages),
+            "stages": [stage.name for stage in plan.stages],
             "regenerates": "regenerate" in args.stages,
+            "train_data_path": plan.train_data_path,
+            "features_dir": plan.features_dir if "prepare_hidden_states" in args.stages else None,
+            "eval_features_dir": plan.eval_features_dir,
+            "ttt_length": args.ttt_length,
             "target_model_path": args.target_model_path,
         }
         runner = [sys.executable, str(Path(drafter_runner.__file__).resolve()), str(plan_path)]
