@@ -51,5 +51,8 @@ def apply_answer(state: ProjectState, progress: RunbookProgress, answer: str) ->
     progress.attempts_forgiven = len(progress.attempts)
     if asked == "training_setup" and re.search(r"\b(keep|stop|baseline|skip)\b", answer.lower()):
         progress.purpose, progress.phase = "trained", "advance"  # no training: keep the best measured config
+        progress.training.notes.append(f"not done: the operator answered {answer!r}")
+    elif asked == "training_setup":
+        progress.training.step, progress.training.reprobe = "check", True
     elif own_question and progress.phase in ("verify", "bench"):
         progress.phase = "launch"  # e.g. garbled output: relaunch with the new settings

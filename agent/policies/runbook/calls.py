@@ -95,23 +95,33 @@ def training_inputs(state: ProjectState, progress: RunbookProgress) -> dict[str,
 
 
 def train_drafter(
-    state: ProjectState, progress: RunbookProgress, settings: RunbookSettings, inputs: dict[str, str]
+    state: ProjectState,
+    progress: RunbookProgress,
+    settings: RunbookSettings,
+    inputs: dict[str, str],
+    **chosen: Any,
 ) -> ToolCall:
+    """train_drafter for the offline route, set up like the serving engine: its tensor parallelism, its
+    environment (e.g. NCCL settings a remedy added) and, for SGLang, the attention backend that works here.
+    ``chosen`` adds the call's own arguments (name, stages, dry_run, train_data_path)."""
     server = (progress.base_url or "").removeprefix("http://").removeprefix("https://").rstrip("/")
-    return call(
-        state,
-        "train_drafter",
-        {
-            "name": f"drafter-{len(progress.attempts)}",
-            "target_model_path": progress.target_path,
-            "target_server": server,
-            "served_model_name": progress.served_model,
-            "num_samples": settings.drafter_samples,
-            "num_epochs": settings.drafter_epochs,
-            "wait": False,
-            **inputs,
-        },
-    )
+    config = progress.base_config
+    arguments: dict[str, Any] = {
+        "target_model_path": progress.target_path,
+        "target_server": server,
+        "served_model_name": progress.served_model,
+        "num_samples": settings.drafter_samples,
+        "num_epochs": settings.drafter_epochs,
+        "target_tp_size": config.get("tp_size") or 1,
+        "trust_remote_code": bool(config.get("trust_remote_code")),
+        "env": dict(config.get("env") or {}),
+        "wait": False,
+        **inputs,
+        **chosen,
+    }
+    if progress.engine == "sglang" and config.get("attention_backend"):
+        arguments["prepare_attention_backend"] = config["attention_backend"]
+    return call(state, "train_drafter", arguments)
 
 
 def drafter_status(state: ProjectState, progress: RunbookProgress) -> ToolCall:

@@ -36,6 +36,19 @@ class Measurement(BaseModel):
     accept_length: float | None = None
 
 
+class TrainingRecord(BaseModel):
+    """Where the drafter phase stands (``drafter.py``): check the prerequisites with a dry run, regenerate the
+    data with the serving target, free the GPUs when the preparation needs them, then prepare, train and
+    export in one job."""
+
+    step: Literal["check", "data", "prepare"] = "check"
+    base_name: str | None = None  # drafter-N; the data job is drafter-N-data
+    stop_reason: str | None = None  # why the serving engine must be stopped before the preparation
+    data_path: str | None = None  # the conversations the target regenerated
+    reprobe: bool = False  # a human fixed the setup: probe again before checking
+    notes: list[str] = Field(default_factory=list)  # what happened, for the report
+
+
 class RunbookProgress(BaseModel):
     phase: Phase = "probe"
     awaiting: str | None = None  # the tool the last decision called, whose result comes next
@@ -59,6 +72,7 @@ class RunbookProgress(BaseModel):
     offshelf_drafter: str | None = None
     trained_drafter: str | None = None
     training_job: str | None = None
+    training: TrainingRecord = Field(default_factory=TrainingRecord)
     after_stop: Phase = "launch"  # where to go once the engine is stopped
     chosen: Purpose | None = None  # the configuration kept at the end
     changes: list[str] = Field(default_factory=list)  # what was changed and why, for the report

@@ -36,6 +36,8 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
         )
     elif progress.speculative_wanted:
         lines.append("Kept: the baseline; no drafter beat it on single-stream throughput.")
+    if progress.training.notes:
+        lines.append(f"Drafter training: {'; '.join(progress.training.notes)}.")
     lines += ["", f"Launch attempts: {len(progress.attempts)}."]
     for attempt in progress.attempts:
         detail = f"{attempt.outcome}" + (f" ({attempt.diagnosis})" if attempt.diagnosis else "")
