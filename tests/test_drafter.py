@@ -14,9 +14,9 @@ from support.bench import fake_server
 from support.tool_context import make_context, wait_for
 
 from tools.base import ToolContext, ToolRegistry, ToolResult
-from tools.drafter.yaml_text import to_yaml
 from tools.drafter.progress import DrafterProgress, apply_line
 from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
+from tools.drafter.yaml_text import to_yaml
 from tools.processes import stop_process
 from tools.records import ProcessRecord
 from twin.specforge.config import parse_yaml

@@ -255,7 +255,14 @@ def test_online_training_prints_no_eval_metrics_and_needs_its_services(tmp_path:
     lone_interval = host.run(["specforge", "train", "-c", str(run_yaml), "training.eval_interval=30"], timeout=60)
     assert lone_interval.exit_code == 2 and "must be configured together" in lone_interval.stderr
     online_eval = host.run(
-        ["specforge", "train", "-c", str(run_yaml), "training.eval_interval=30", f"data.eval_hidden_states_path={data}"],
+        [
+            "specforge",
+            "train",
+            "-c",
+            str(run_yaml),
+            "training.eval_interval=30",
+            f"data.eval_hidden_states_path={data}",
+        ],
         timeout=60,
     )
     assert online_eval.exit_code == 2 and "requires an offline training data source" in online_eval.stderr

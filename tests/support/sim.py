@@ -43,7 +43,7 @@ count = 2
 sglang = "{sglang}"
 vllm = "0.33.0"
 torch = "2.9.1"
-specforge = "0.2.0"
+{specforge_in_engine}
 
 [model]
 name = "test-org/Test-30B"
@@ -87,6 +87,7 @@ target_accept_length = 2.95
 steps_to_converge = 60
 gpu_memory_gib = {training_memory}
 dataset_samples = 12
+{training_extra}
 """
 
 DEFAULTS: dict[str, Any] = {
@@ -102,7 +103,20 @@ DEFAULTS: dict[str, Any] = {
     "peak": 400.0,
     "ttft_ms": 50.0,
     "training_memory": 0.0,
+    "training_extra": "",
+    "specforge_in_engine": 'specforge = "0.2.0"',  # bare `specforge` commands run in the engine environment
 }
+PINNED = {"specforge": "0.2.0", "torch": "2.11.0", "sglang": "0.5.14", "transformers": "5.8.1"}
+
+
+def specforge_training(
+    packages: dict[str, str] | None = None, prepare_script: str = "strategy", error: str | None = None
+) -> str:
+    """``training_extra`` for a host with SpecForge's own environment (<checkout>/.venv); by default 0.2.0
+    with its pins met and the newest flag set of the preparation script."""
+    listed = ", ".join(f'"{name}" = "{version}"' for name, version in (packages or PINNED).items())
+    broken = f"error = {json.dumps(error)}\n" if error else ""
+    return f'prepare_script = "{prepare_script}"\n\n[training.environment]\npackages = {{ {listed} }}\n{broken}'
 
 
 def scenario_text(rules: str = "", **values: Any) -> str:
