@@ -100,7 +100,9 @@ def _output(record: ProcessRecord, progress: DrafterProgress) -> DrafterOutput:
 
 def _dry_run(args: TrainDrafterArgs, context: ToolContext) -> DrafterOutput:
     paths, target, report = checked(args, context)
-    plan = None if report and report.missing else build_plan(args, context, paths, target, report, write=False)
+    # Too little free GPU memory leaves the plan as it is (the caller frees the GPUs); anything else voids it.
+    blocked = report is not None and any(check.name != "gpu_memory" for check in report.missing)
+    plan = None if blocked else build_plan(args, context, paths, target, report, write=False)
     return DrafterOutput(
         name=args.name,
         state="planned",

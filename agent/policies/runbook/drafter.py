@@ -112,10 +112,10 @@ def on_status(state: ProjectState, progress: RunbookProgress, output: DrafterOut
             training.notes.append(f"{progress.current} stopped to free the GPUs for the hidden-state preparation")
             progress.phase, progress.after_stop = "stop", "train"
         return
-    estimate = output.progress.accept_length_estimate
+    simulated = output.progress.simulated_acc_len
     training.notes.append(
         f"trained offline for {output.progress.step} steps on {output.progress.prepared_samples} prepared samples"
-        + (f", held-out accept length estimate {estimate:.2f}" if estimate is not None else "")
+        + (f", SpecForge's held-out simulated_acc_len {simulated:.2f}" if simulated is not None else "")
     )
     progress.trained_drafter = output.exported_path
     progress.purpose, progress.phase = "trained", "launch"
