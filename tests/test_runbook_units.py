@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent.policies.runbook import drafter
 from agent.policies.runbook.answers import apply_answer, settings_in
 from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
 from agent.policies.runbook.launches import on_launch, record_attempt
@@ -101,3 +102,29 @@ def test_an_attention_backend_error_switches_the_backend_and_a_config_error_asks
     asked = on_launch(state, progress, _launch_output(LOGS / "sglang-rejected-flag.log"), RunbookSettings())
     assert asked is not None and asked.question_kind == "config_error"
     assert any("unrecognized arguments" in line for line in asked.evidence)
+
+
+def test_a_repeated_drafter_call_follows_the_job_that_already_runs() -> None:
+    """After a restart the runbook repeats an interrupted train_drafter call; the tool refuses because the job
+    runs, and the runbook follows that job instead of giving the training up."""
+    state, progress = ProjectState(goal="serve kimi with eagle3"), RunbookProgress(phase="train")
+    progress.training.step, progress.training.base_name = "data", "drafter-4"
+    drafter.on_refused(state, progress, "drafter run 'drafter-4-data' is still running (pid 12); check it")
+    assert (progress.phase, progress.training_job) == ("train_sleep", "drafter-4-data")
+    drafter.on_refused(state, progress, "SpecForge training cannot start (offline); missing: gpu_memory: GPU 0 ...")
+    assert (progress.purpose, progress.phase) == ("trained", "advance")
+    assert progress.training.notes == [
+        "SpecForge refused to start: SpecForge training cannot start (offline); missing: gpu_memory: GPU 0 ..."
+    ]
+    assert any(task.id == "train-drafter" and task.status == "skipped" for task in state.tasks)
+
+
+def test_training_setup_answers_keep_the_baseline_or_probe_again() -> None:
+    state = ProjectState(goal="serve kimi with eagle3")
+    keep = RunbookProgress(phase="train", blocked_on="training_setup")
+    apply_answer(state, keep, "keep the baseline")
+    assert (keep.purpose, keep.phase) == ("trained", "advance") and "keep the baseline" in keep.training.notes[0]
+    retry = RunbookProgress(phase="train", blocked_on="training_setup")
+    retry.training.step = "data"
+    apply_answer(state, retry, "retry")
+    assert (retry.phase, retry.training.step, retry.training.reprobe) == ("train", "check", True)

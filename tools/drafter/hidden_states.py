@@ -160,8 +160,9 @@ def build_command(
         if value is None:
             continue
         if flag in flags:
-            argv += [flag, f"{value:.2f}" if isinstance(value, float) else str(value)]
-            choices.append(f"{flag} {value}: {reason}")
+            text = f"{value:.2f}" if isinstance(value, float) else str(value)
+            argv += [flag, text]
+            choices.append(f"{flag} {text}: {reason}")
         else:
             choices.append(f"{flag} left out: this revision of the script does not accept it")
     if args.trust_remote_code:

@@ -35,9 +35,9 @@ def _environment(found: SpecForgeEnvironmentReport, engine_python: str) -> Prere
             ok=False,
             absent=True,
             detail=(
-                "no SpecForge environment on this host: specforge_python is neither given nor set, the probe found "
-                f"none ($SPECFORGE_DIR/.venv/bin/python), and the engine environment ({engine_python}) has no "
-                "specforge"
+                "no SpecForge environment on this host: no specforge_python given or set, none found by "
+                f"probe_system ($SPECFORGE_DIR/.venv/bin/python), and the engine environment ({engine_python}) has "
+                "no specforge"
             ),
         )
     if found.error:
@@ -90,7 +90,7 @@ def _offline(
     report.checks.append(PrerequisiteCheck(name="gpu_memory", ok=short is None, detail=short or free))
 
 
-def offline_route(args: TrainDrafterArgs, train_data: str) -> list[str]:
+def offline_route(train_data: str) -> list[str]:
     return [
         f"train_drafter with stages [prepare_hidden_states, train, export] and train_data_path={train_data} "
         "(scripts/prepare_hidden_states.py of the SpecForge checkout loads the target on the GPUs: stop the serving "
@@ -120,5 +120,5 @@ def check_prerequisites(
         online_services.capture_server(args, context, target),
     ]
     if report.missing:
-        report.offline_route = offline_route(args, train_data)
+        report.offline_route = offline_route(train_data)
     return report

@@ -123,7 +123,13 @@ def on_status(state: ProjectState, progress: RunbookProgress, output: DrafterOut
 
 
 def on_refused(state: ProjectState, progress: RunbookProgress, error: str) -> None:
-    """A real train_drafter call refused after the dry run passed (something changed on the host)."""
+    """A train_drafter call refused. Its job already running (the call was repeated after a restart) is
+    followed; anything else (the host changed since the dry run) ends the training."""
+    training = progress.training
+    if "is still running" in error and training.step in ("data", "prepare"):
+        progress.training_job = f"{training.base_name}-data" if training.step == "data" else training.base_name
+        progress.phase = "train_sleep"
+        return
     lines = [line for line in error.splitlines() if line.strip()]
     _give_up(state, progress, "SpecForge refused to start", lines[:3])
 
