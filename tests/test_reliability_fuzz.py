@@ -113,7 +113,7 @@ def path_values(base: Path) -> list[str]:
     ]
 
 
-def bases(base: Path, model_path: str) -> dict[str, dict[str, Any]]:
+def bases(base: Path, model_path: str, specforge_python: str) -> dict[str, dict[str, Any]]:
     """One valid, cheap, local call per tool: the starting point of every mutation."""
     return {
         "update_state": {"tasks": [{"id": "t1", "title": "fuzz"}], "findings": [{"summary": "f"}]},
@@ -147,7 +147,7 @@ def bases(base: Path, model_path: str) -> dict[str, dict[str, Any]]:
             "wait": False,
             "train_data_path": str(base / "train.jsonl"),
             "output_dir": str(base / "drafter"),
-            "specforge_python": "/opt/specforge-env/bin/python",  # SpecForge's own environment
+            "specforge_python": specforge_python,  # SpecForge's own environment
             "extra_config": {
                 "deployment": {"disaggregated": {"managed_local": {"trainer_cuda_visible_devices": ["0"]}}}
             },
@@ -298,7 +298,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ToolCont
 @pytest.mark.parametrize("tool", REGISTRY.names())
 def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: tuple[ToolContext, Path]) -> None:
     context, base = sandbox
-    valid = bases(base, str(context.host.model_dir))[tool]  # type: ignore[attr-defined]
+    host = context.host
+    assert isinstance(host, SimHost)
+    valid = bases(base, str(host.model_dir), str(host.layout.specforge_bin(host.scenario) / "python"))[tool]
     if tool == "shell":  # hostile commands run in the sandbox: give them a scratch root of their own
         (base / "scratch").mkdir(exist_ok=True)
         context = dataclasses.replace(

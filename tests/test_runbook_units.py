@@ -15,7 +15,7 @@ from agent.state import ProjectState
 from tools.engines.launch import LaunchEngineOutput
 from tools.engines.readiness import ReadinessReport
 from tools.logs.diagnose import diagnose_file
-from tools.records import ModelInfo
+from tools.records import ModelInfo, ProcessRecord
 
 LOGS = Path(__file__).resolve().parent / "data" / "logs"
 
@@ -128,3 +128,19 @@ def test_training_setup_answers_keep_the_baseline_or_probe_again() -> None:
     retry.training.step = "data"
     apply_answer(state, retry, "retry")
     assert (retry.phase, retry.training.step, retry.training.reprobe) == ("train", "check", True)
+
+
+def test_no_training_while_the_baseline_serves_finishes_without_a_relaunch() -> None:
+    state = ProjectState(goal="serve llama with eagle3")
+    progress = RunbookProgress(phase="train", purpose="training_target")
+    record_attempt(progress, "baseline launch").outcome = "ready"
+    state.processes.append(
+        ProcessRecord(name="engine-1", pid=1, create_time=0.0, log_path="x", argv=["x"], kind="engine", state="ready")
+    )
+    drafter.on_refused(state, progress, "SpecForge training cannot start (offline); missing: ...")
+    assert (progress.chosen, progress.phase) == ("baseline", "finish")
+    state.processes[0].state = "stopped"  # e.g. stopped for the preparation: the baseline must come back
+    progress = RunbookProgress(phase="train", purpose="training_target")
+    record_attempt(progress, "baseline launch").outcome = "ready"
+    drafter.on_refused(state, progress, "SpecForge training cannot start (offline); missing: ...")
+    assert (progress.purpose, progress.phase, progress.chosen) == ("trained", "advance", None)
