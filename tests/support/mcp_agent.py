@@ -18,7 +18,6 @@ from support.mcp_client import structured, text_of
 from support.sim import free_port
 
 MAX_ATTEMPTS = 6
-SPECFORGE_PYTHON = "/opt/specforge/.venv/bin/python"  # on the simulated host, its Python sees the scenario's specforge
 MANAGED_LOCAL = {"deployment": {"disaggregated": {"managed_local": {"trainer_cuda_visible_devices": ["0"]}}}}
 SINGLE = {"concurrency": [1], "num_prompts": 2}
 LOADED = {"concurrency": [8, 32], "num_prompts": 32}
@@ -108,12 +107,12 @@ class Bring:
             "num_epochs": 8,
         }
         refused = await self.client.call_tool("train_drafter", arguments)
-        # Online training as SpecForge 0.2.0 runs it needs its own environment and, on a host without Mooncake
-        # and a capture-enabled target, a managed_local deployment; the refusal names both (and the offline
-        # route). The human at the client's side points at the SpecForge environment, and the agent retries.
-        assert refused.is_error and "specforge_python" in text_of(refused) and "managed_local" in text_of(refused)
+        # Online training as SpecForge 0.2.0 runs it needs, on a host without Mooncake and a capture-enabled
+        # target, a managed_local deployment; the refusal names it (and the offline route). SpecForge's own
+        # environment is the one the probe found in the checkout. The agent retries with managed_local.
+        assert refused.is_error and "mooncake:" in text_of(refused) and "managed_local" in text_of(refused)
         await self.note("train_drafter refused: SpecForge prerequisites", [text_of(refused)[:500]])
-        arguments["specforge_python"] = SPECFORGE_PYTHON
+        arguments["specforge_python"] = environment["specforge_python"]
         arguments["extra_config"] = MANAGED_LOCAL
         await self.call("train_drafter", arguments)
         for _ in range(600):
