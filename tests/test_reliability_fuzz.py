@@ -26,12 +26,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.reliability import heavy, kill_state_processes
+from support.tool_context import wait_for
 
 from agent.state import ProjectState
 from agent.store import StateStore
 from tools.base import NeedsApproval, ToolContext, ToolResult, ToolSettings
 from tools.catalog import default_registry
 from tools.hosts.sim.host import SimHost
+from tools.processes import refresh
 from tools.shell.guard import GuardContext, judge
 from tools.shell.parse import ParseError
 
@@ -332,8 +334,11 @@ def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: 
 
     run()
     print(f"\n{tool}: {sum(outcomes.values())} calls, {dict(sorted(outcomes.items()))}")
-    # The valid call itself still works after all that.
+    # The valid call itself still works after all that (once the jobs killed above are really gone: a SIGKILL
+    # takes effect asynchronously, and a job of the same name still alive is refused).
     if tool not in ("stop_engine", "engine_status", "revert_patch", "drafter_status", "run_bench"):
+        jobs = [record for record in context.state.processes if record.kind == "drafter_training"]
+        assert wait_for(lambda: not any(refresh(record, context.host).alive for record in jobs), timeout=60)
         result = REGISTRY.execute(tool, valid, context)
         assert result.ok or tool in ("check_correctness", "patch_file"), result.error
     kill_state_processes(context.state_dir)

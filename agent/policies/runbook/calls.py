@@ -94,6 +94,15 @@ def training_inputs(state: ProjectState, progress: RunbookProgress) -> dict[str,
     return {"specforge_dir": environment.specforge_dir, "draft_model_config": config, "input_data_path": dataset}
 
 
+# SpecForge's chat templates (``specforge/data/template.py``) for target families the runbook recognises by
+# architecture; the script's and the run config's default, llama3, would format other families' turns wrongly.
+CHAT_TEMPLATES = {"Kimi": "kimi-k2-instruct", "DeepseekV3": "deepseek-v3", "Llama": "llama3"}
+
+
+def chat_template(architecture: str | None) -> str | None:
+    return next((name for prefix, name in CHAT_TEMPLATES.items() if (architecture or "").startswith(prefix)), None)
+
+
 def train_drafter(
     state: ProjectState,
     progress: RunbookProgress,
@@ -121,6 +130,9 @@ def train_drafter(
     }
     if progress.engine == "sglang" and config.get("attention_backend"):
         arguments["prepare_attention_backend"] = config["attention_backend"]
+    template = chat_template(state.model.architecture)
+    if template:
+        arguments["chat_template"] = template
     return call(state, "train_drafter", arguments)
 
 
