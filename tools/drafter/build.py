@@ -12,6 +12,7 @@ from tools.drafter.plan import DrafterPlan, PlannedStage, PlanStage, RunPaths, r
 from tools.drafter.prerequisites import check_prerequisites
 from tools.drafter.report import PrerequisiteReport
 from tools.drafter.yaml_text import to_yaml
+from tools.private_files import write_private
 from tools.processes import live_processes
 
 SPECFORGE_STAGES = ("prepare_hidden_states", "train", "export")
@@ -65,7 +66,7 @@ def build_plan(
     capture_urls = args.capture_server_urls or ([f"http://{target}"] if target else [])
     if write:
         paths.output_dir.mkdir(parents=True, exist_ok=True)
-        paths.config.write_text(to_yaml(run_config(args, paths, capture_urls)), encoding="utf-8")
+        write_private(paths.config, to_yaml(run_config(args, paths, capture_urls)).encode("utf-8"))
     python = report.specforge_python if report and report.specforge_python else context.settings.engine_python
     prepare = report.prepare if report else None
     commands = stage_commands(args, python, paths, target, prepare)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from tools.base import ToolContext
 from tools.drafter.arguments import TrainDrafterArgs
 from tools.drafter.gpu_room import GpuRoom
+from tools.private_files import write_private
 
 SCRIPT = "prepare_hidden_states.py"
 _FLAG = re.compile(r"(?<![\w-])--[a-z0-9][a-z0-9-]*")
@@ -64,7 +65,8 @@ def accepted_flags(context: ToolContext, python: str, script: str) -> set[str]:
         raise ScriptUnusable(f"{python} {script} --help failed: {why}")
     flags = set(_FLAG.findall(result.stdout))
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"python": python, "script": script, "flags": sorted(flags)}) + "\n", encoding="utf-8")
+    document = {"python": python, "script": script, "flags": sorted(flags)}
+    write_private(cache, (json.dumps(document) + "\n").encode("utf-8"))
     return flags
 
 

@@ -23,6 +23,7 @@ from tools.drafter.build import build_plan, checked
 from tools.drafter.plan import DrafterPlan
 from tools.drafter.progress import DrafterProgress, read_progress
 from tools.drafter.report import PrerequisiteReport
+from tools.private_files import write_private
 from tools.processes import live_processes, refresh, resolve_process, start_process
 from tools.records import ProcessRecord
 
@@ -159,7 +160,7 @@ class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
             )
         plan = build_plan(args, context, paths, target, report)
         plan_path = Path(plan.output_dir) / "opsloop-plan.json"
-        plan_path.write_text(plan.model_dump_json(indent=2), encoding="utf-8")
+        write_private(plan_path, plan.model_dump_json(indent=2).encode("utf-8"))
         Path(plan.status_path).unlink(missing_ok=True)
         summary: dict[str, Any] = {
             "output_dir": plan.output_dir,
