@@ -184,18 +184,33 @@ def test_turns_the_state_never_committed_are_dropped_on_resume(tmp_path: Path) -
     assert "never run" not in resumed.all_text()
 
 
+KEY_BODY = "MIIEpAIBAAKCAQEA" + "Kb7" * 20
+PLANTED = {  # secret -> the line that carries it, one of each shape the redactor must catch
+    "hf_" + "Q" * 30: "HF_TOKEN={}",
+    "sk-ant-admin01-" + "Qp4" * 12: "Authorization: Bearer {}",
+    "url-pass-" + "Ud6" * 6: "pip https://ops:{}@pypi.example.test/simple",
+    KEY_BODY: "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----",
+    "wJalrXUtnFEMI/K7MDENG/" + "Aw2" * 6: "aws_secret_access_key = {}",
+    "glpat-" + "Gl9" * 7: "token {}",
+    "AIzaSy" + "Go1" * 11: "maps key {}",
+    "T0OPSLOOP/B0OPSLOOP/" + "Sx4" * 8: "slack https://hooks.slack.com/services/{}",
+}
+
+
 def test_secrets_reach_neither_the_transcript_nor_the_model(tmp_path: Path) -> None:
+    """Each planted shape, in a tool's output, is redacted in the transcript and in what the model is sent."""
     store, _ = start(tmp_path)
-    secret = "hf_" + "Q" * 30
+    text = "\n".join(line.format(secret) for secret, line in PLANTED.items())
     with ModelServer(
         [
-            ModelTurn(tool_calls=[ToolUse("emit", {"text": f"HF_TOKEN={secret}"})]),
+            ModelTurn(tool_calls=[ToolUse("emit", {"text": text})]),
             ModelTurn(tool_calls=[ToolUse("finish", {"summary": "ok"})]),
         ]
     ) as server:
         event, _ = run(server, store)
     assert event == "done"
     transcript = (store.state_dir / TRANSCRIPT_FILE).read_text()
-    assert secret not in transcript and "[REDACTED]" in transcript
     results = server.requests[1].tool_results()
-    assert len(results) == 1 and secret not in results[0].content and "[REDACTED]" in results[0].content
+    assert len(results) == 1 and "[REDACTED]" in transcript and "[REDACTED]" in results[0].content
+    leaks = [secret for secret in PLANTED if secret in transcript or secret in results[0].content]
+    assert leaks == []
