@@ -100,16 +100,20 @@ def load_part(part: Path, default_split: str | None = None) -> list[dict[str, An
     return entries
 
 
-def run_entry(entry: dict[str, Any]) -> Outcome:
+def entry_hints(entry: dict[str, Any]) -> DiagnosisHints:
+    """The process facts an entry states, as diagnosis hints."""
     silence = entry.get("seconds_since_output")
     if silence is None and entry.get("stalled"):
         silence = DiagnosisHints().stale_after_seconds
-    hints = DiagnosisHints(
+    return DiagnosisHints(
         exit_code=entry.get("exit_code"),
         process_alive=entry.get("process_alive"),
         seconds_since_output=silence,
     )
-    diagnosis = diagnose_text(Path(entry["path"]).read_text(encoding="utf-8", errors="replace"), hints)
+
+
+def run_entry(entry: dict[str, Any]) -> Outcome:
+    diagnosis = diagnose_text(Path(entry["path"]).read_text(encoding="utf-8", errors="replace"), entry_hints(entry))
     return Outcome(
         entry["id"],
         entry["split"],
@@ -225,7 +229,9 @@ def _write_calibration(outcomes: list[Outcome]) -> None:
         f"diagnosis_corpus: parts {', '.join(names)} ({len(outcomes)} logs, current outcomes) and "
         f"{len(first)} first blind measurements, {len(pooled)} bands"
     )
-    CALIBRATION.write_text(render_table(pooled, load_calibration().threshold, source), encoding="utf-8")
+    current = load_calibration()
+    text = render_table(pooled, current.threshold, source, current.model_bands, current.model_source)
+    CALIBRATION.write_text(text, encoding="utf-8")
     note(f"wrote {CALIBRATION}")
 
 

@@ -17,6 +17,7 @@ from itertools import pairwise
 from pydantic import BaseModel, Field
 
 BAND_EDGES = (0.0, 0.5, 0.7, 0.8, 0.9, 1.0)
+MODEL_BAND_EDGES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0)  # of the learned model's probability
 DEFAULT_THRESHOLD = 0.5
 
 
@@ -38,13 +39,23 @@ class Calibration(BaseModel):
     threshold: float = DEFAULT_THRESHOLD
     source: str = ""
     bands: list[Band] = Field(default_factory=list)
+    model_source: str = ""
+    model_bands: list[Band] = Field(default_factory=list)  # of the learned model's probability
 
     def calibrate(self, raw: float) -> float:
         """The calibrated confidence of a raw score; the raw score itself when no band covers it."""
-        for band in self.bands:
-            if band.holds(raw) and band.count:
-                return band.calibrated
-        return round(raw, 2)
+        return _lookup(self.bands, raw)
+
+    def calibrate_model(self, probability: float) -> float:
+        """The calibrated confidence of a decision the learned model made with this probability."""
+        return _lookup(self.model_bands, probability)
+
+
+def _lookup(bands: list[Band], raw: float) -> float:
+    for band in bands:
+        if band.holds(raw) and band.count:
+            return band.calibrated
+    return round(raw, 2)
 
 
 def band_of(raw: float) -> tuple[float, float]:
@@ -54,23 +65,28 @@ def band_of(raw: float) -> tuple[float, float]:
     return BAND_EDGES[-2], BAND_EDGES[-1]
 
 
-def render_table(bands: list[Band], threshold: float, source: str) -> str:
-    """``calibration.toml`` text for the given bands."""
+def render_table(
+    bands: list[Band], threshold: float, source: str, model_bands: list[Band] | None = None, model_source: str = ""
+) -> str:
+    """``calibration.toml`` text for the given bands of the rules and of the learned model."""
     lines = [
-        "# Written by benchmarks/diagnosis_corpus.py --write-calibration; do not edit by hand.",
+        "# The rules' bands are written by benchmarks/diagnosis_corpus.py --write-calibration, the learned",
+        "# model's by benchmarks/diagnosis_model.py --write; do not edit by hand.",
         f"threshold = {threshold}",
         f'source = "{source}"',
+        f'model_source = "{model_source}"',
         "",
     ]
-    for band in bands:
-        lines += [
-            "[[bands]]",
-            f"low = {band.low}",
-            f"high = {band.high}",
-            f"count = {band.count}",
-            f"correct = {band.correct}",
-            "",
-        ]
+    for table, listed in (("bands", bands), ("model_bands", model_bands or [])):
+        for band in listed:
+            lines += [
+                f"[[{table}]]",
+                f"low = {band.low}",
+                f"high = {band.high}",
+                f"count = {band.count}",
+                f"correct = {band.correct}",
+                "",
+            ]
     return "\n".join(lines)
 
 

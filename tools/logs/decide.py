@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from tools.logs.calibration import Calibration
 from tools.logs.evidence import Evidence
 from tools.logs.library import NO_FAILURE_CLASSES, DiagnosisClass
-from tools.logs.models import Alternative, Finding
+from tools.logs.models import Alternative, DecidedBy, Finding
 
 AGREEMENT_BONUS = 0.05
 CONTEST_MARGIN = 5  # priorities this close to the winner's make the decision contested
@@ -33,6 +33,7 @@ class Decision:
     signature: str | None = None
     alternatives: list[Alternative] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    decided_by: DecidedBy = "rules"
 
 
 def _strength(evidence: Evidence) -> tuple[int, float, int]:

@@ -17,14 +17,18 @@ as the finding ``died_after_ready``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from tools.logs.calibration import load_calibration
+from tools.logs.combine import combine
 from tools.logs.components import failing_component
 from tools.logs.decide import Decision, decide
 from tools.logs.events import ErrorEvent, LogEvents, parse_events
 from tools.logs.evidence import Evidence, exit_evidence, phase_evidence, root_cause, signature_evidence, stack_evidence
+from tools.logs.features import FailureContext, failure_features, has_error_text
 from tools.logs.hints import engine_hints
+from tools.logs.learned import LearnedModel, load_model
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
 from tools.logs.lifecycle import no_failure_decision
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
@@ -37,6 +41,15 @@ __all__ = ["Alternative", "Diagnoser", "Diagnosis", "DiagnosisHints", "Remedy", 
 HINT_LINES_BEFORE = 3
 HINT_LINES_AFTER = 30
 ROOT_FRAMES = 6
+
+
+@dataclass
+class RulesOutcome:
+    decision: Decision
+    root: ErrorEvent | None
+    events: LogEvents
+    age: float | None
+    ready: int | None  # the ready line, when the engine said it was ready
 
 
 def _root_model(event: ErrorEvent, numbers: list[int | None]) -> RootCause:
@@ -56,10 +69,13 @@ def _root_model(event: ErrorEvent, numbers: list[int | None]) -> RootCause:
 class Diagnoser:
     """Applies the library to one window; build it with :func:`diagnose_file` or :func:`diagnose_text`."""
 
-    def __init__(self, window: LogWindow, hints: DiagnosisHints, library: SignatureLibrary) -> None:
+    def __init__(
+        self, window: LogWindow, hints: DiagnosisHints, library: SignatureLibrary, model: LearnedModel | None = None
+    ) -> None:
         self.window = window
         self.hints = hints
         self.library = library
+        self.model = model if model is not None else load_model()
         self.engine: EngineGuess = hints.engine or detect_engine(window)
 
     def remedies(self, identifiers: list[str], diagnosis_class: str) -> list[Remedy]:
@@ -121,16 +137,9 @@ class Diagnoser:
             )
         return found
 
-    def diagnose(self, log_age_seconds: float | None) -> Diagnosis:
+    def rules(self, log_age_seconds: float | None) -> RulesOutcome:
+        """What the structural parse and the rules decide, before the learned model is consulted."""
         window = self.window
-        if not window.lines:
-            return Diagnosis(
-                diagnosis_class="unknown",
-                confidence=0.1,
-                summary="The log is empty.",
-                remedies=self.remedies(["keep_waiting"], "unknown"),
-                engine=self.engine,
-            )
         engine = None if self.engine == "unknown" else self.engine
         ready = last_ready(window, self.library, engine)
         start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts
@@ -146,7 +155,45 @@ class Diagnoser:
             decision.findings.append("died_after_ready" if exited else "failed_after_ready")
         if events.ends_in_traceback and "ends_in_traceback" not in decision.findings:
             decision.findings.append("ends_in_traceback")
-        return self._assemble(decision, root, events, age)
+        return RulesOutcome(decision, root, events, age, ready)
+
+    def features(self, outcome: RulesOutcome) -> list[str] | None:
+        """The learned model's features of this log's failure (see :mod:`tools.logs.features`); None when
+        the log has no error text for the model to read."""
+        decision, root = outcome.decision, outcome.root
+        before = decision.index if decision.diagnosis_class not in NO_FAILURE_CLASSES else None
+        phase = last_phase(self.window, self.library, before=before) if before is not None else None
+        age = outcome.age
+        context = FailureContext(
+            root=root,
+            component=failing_component(root.frames) if root is not None else None,
+            phase=(phase or last_phase(self.window, self.library)).phase,
+            engine=self.engine,
+            key_index=decision.index,
+            exit_code=self.hints.exit_code,
+            exited=self.hints.exit_code is not None or self.hints.process_alive is False,
+            stalled=age is not None and age >= self.hints.stale_after_seconds,
+            ready_seen=outcome.ready is not None,
+            ends_in_traceback=outcome.events.ends_in_traceback,
+        )
+        return failure_features(self.window, context) if has_error_text(self.window, context) else None
+
+    def diagnose(self, log_age_seconds: float | None) -> Diagnosis:
+        if not self.window.lines:
+            return Diagnosis(
+                diagnosis_class="unknown",
+                confidence=0.1,
+                summary="The log is empty.",
+                remedies=self.remedies(["keep_waiting"], "unknown"),
+                engine=self.engine,
+            )
+        outcome = self.rules(log_age_seconds)
+        decision = outcome.decision
+        features = self.features(outcome) if decision.diagnosis_class not in NO_FAILURE_CLASSES else None
+        if features is not None:
+            scores = self.model.posterior(features)
+            decision = combine(decision, scores, load_calibration(), self.window.numbers, self.library)
+        return self._assemble(decision, outcome.root, outcome.events, outcome.age)
 
     def _assemble(self, decision: Decision, root: ErrorEvent | None, events: LogEvents, age: float | None) -> Diagnosis:
         window, index = self.window, decision.index
@@ -178,6 +225,7 @@ class Diagnoser:
             engine_hints=hints,
             alternatives=decision.alternatives,
             findings=decision.findings,
+            decided_by=decision.decided_by,
             log_age_seconds=round(age, 1) if age is not None else None,
         )
 
@@ -186,15 +234,15 @@ class Diagnoser:
         return f"{number if number is not None else '?'}: {self.window.lines[index]}"
 
 
-def diagnose_text(text: str, hints: DiagnosisHints | None = None, library: SignatureLibrary | None = None) -> Diagnosis:
-    """Diagnose log text held in memory (line numbers start at 1)."""
+def text_window(text: str) -> LogWindow:
+    """A window over log text held in memory (line numbers start at 1)."""
     lines = text.splitlines()
     offsets: list[int] = []
     position = 0
     for line in lines:
         offsets.append(position)
         position += len(line.encode()) + 1
-    window = LogWindow(
+    return LogWindow(
         lines=lines,
         numbers=list(range(1, len(lines) + 1)),
         offsets=offsets,
@@ -202,7 +250,16 @@ def diagnose_text(text: str, hints: DiagnosisHints | None = None, library: Signa
         bytes_read=len(text.encode()),
         whole_file=True,
     )
-    return Diagnoser(window, hints or DiagnosisHints(), library or load_library()).diagnose(None)
+
+
+def diagnose_text(
+    text: str,
+    hints: DiagnosisHints | None = None,
+    library: SignatureLibrary | None = None,
+    model: LearnedModel | None = None,
+) -> Diagnosis:
+    """Diagnose log text held in memory (line numbers start at 1)."""
+    return Diagnoser(text_window(text), hints or DiagnosisHints(), library or load_library(), model).diagnose(None)
 
 
 def diagnose_file(

@@ -12,6 +12,7 @@ from tools.logs.phase import Phase
 
 EngineGuess = Literal["sglang", "vllm", "unknown"]
 Finding = Literal["died_after_ready", "failed_after_ready", "exited_during_start_up", "ends_in_traceback"]
+DecidedBy = Literal["rules", "model"]  # the structural rules and signatures, or the learned model
 
 
 class Remedy(BaseModel):
@@ -78,6 +79,7 @@ class Diagnosis(BaseModel):
     engine_hints: list[EngineHint] = Field(default_factory=list)
     alternatives: list[Alternative] = Field(default_factory=list)  # the next most likely classes
     findings: list[Finding] = Field(default_factory=list)
+    decided_by: DecidedBy = "rules"  # "model" where no rule explained the error and the learned model did
 
 
 class DiagnosisHints(BaseModel):
