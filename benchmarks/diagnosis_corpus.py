@@ -53,6 +53,8 @@ class Outcome:
     key_line: str | None
     first_class: str | None = None  # the diagnosis at the entry's first, blind measurement
     first_raw_confidence: float | None = None
+    blind_set: str | None = None  # "blind set 1", ...: the set of that first measurement
+    decided_by: str = "rules"
 
     @property
     def right(self) -> bool:
@@ -124,7 +126,17 @@ def run_entry(entry: dict[str, Any]) -> Outcome:
         diagnosis.key_line,
         entry.get("first_class"),
         entry.get("first_raw_confidence"),
+        blind_set(entry),
+        diagnosis.decided_by,
     )
+
+
+def blind_set(entry: dict[str, Any]) -> str | None:
+    """The blind set an entry was first measured in (its note starts with the set's name), if any."""
+    note_text = str(entry.get("note", ""))
+    if entry.get("first_class") is None or not note_text.startswith("blind set"):
+        return None
+    return note_text.split(",")[0]
 
 
 def count_bands(observations: list[tuple[float, bool]]) -> list[Band]:
@@ -184,13 +196,18 @@ def report(outcomes: list[Outcome], show_misses: bool) -> dict[str, Any]:
         "confidence_bands": band_table(bands(outcomes, raw=False)),  # the confidence reported (calibrated)
         "raw_confidence_bands": band_table(bands(outcomes, raw=True)),  # the evidence's own score
     }
-    first = first_measurements(outcomes)
-    if first:
-        result["first_measurement"] = {
+    sets = sorted({outcome.blind_set for outcome in outcomes if outcome.blind_set})
+    for name in sets:
+        first = first_measurements([outcome for outcome in outcomes if outcome.blind_set == name])
+        result.setdefault("first_measurements", {})[name] = {
             "count": len(first),
             "correct": sum(was_right for _, was_right in first),
             "raw_confidence_bands": band_table(count_bands(first)),
         }
+    result["decided_by_model"] = {
+        "count": sum(outcome.decided_by == "model" for outcome in outcomes),
+        "correct": sum(outcome.decided_by == "model" and outcome.right for outcome in outcomes),
+    }
     if show_misses:
         result["misses"] = [
             {
@@ -218,16 +235,17 @@ def _parts(options: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _write_calibration(outcomes: list[Outcome]) -> None:
-    """Bands from every labelled part evaluated (tune, holdout and any other part given), counting the
-    current outcome of each log and, where recorded, its first blind measurement as well."""
+    """The rules' bands from every labelled part evaluated (tune, holdout and any other part given),
+    counting the current outcome of each log the rules decided and, where recorded, its first blind
+    measurement as well. Decisions of the learned model have their own bands
+    (``benchmarks/diagnosis_model.py --write``)."""
     names = sorted({outcome.part for outcome in outcomes})
     first = first_measurements(outcomes)
-    pooled = count_bands(
-        [(outcome.raw_confidence, outcome.right) for outcome in outcomes] + first,
-    )
+    by_rules = [outcome for outcome in outcomes if outcome.decided_by == "rules"]
+    pooled = count_bands([(outcome.raw_confidence, outcome.right) for outcome in by_rules] + first)
     source = (
-        f"diagnosis_corpus: parts {', '.join(names)} ({len(outcomes)} logs, current outcomes) and "
-        f"{len(first)} first blind measurements, {len(pooled)} bands"
+        f"diagnosis_corpus: parts {', '.join(names)} ({len(by_rules)} logs decided by the rules, current "
+        f"outcomes) and {len(first)} first blind measurements, {len(pooled)} bands"
     )
     current = load_calibration()
     text = render_table(pooled, current.threshold, source, current.model_bands, current.model_source)
