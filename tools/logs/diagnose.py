@@ -25,7 +25,15 @@ from tools.logs.combine import combine
 from tools.logs.components import failing_component
 from tools.logs.decide import Decision, decide
 from tools.logs.events import ErrorEvent, LogEvents, parse_events
-from tools.logs.evidence import Evidence, exit_evidence, phase_evidence, root_cause, signature_evidence, stack_evidence
+from tools.logs.evidence import (
+    Evidence,
+    drafter_load_evidence,
+    exit_evidence,
+    phase_evidence,
+    root_cause,
+    signature_evidence,
+    stack_evidence,
+)
 from tools.logs.features import FailureContext, failure_features, has_error_text
 from tools.logs.hints import engine_hints
 from tools.logs.learned import LearnedModel, load_model
@@ -105,6 +113,8 @@ class Diagnoser:
         phase = last_phase(self.window, self.library, before=failure_index) if failure_index is not None else None
         if phase is not None and failure_index is not None:
             found += phase_evidence(phase.phase, failure_index, self.library)
+            if phase.phase == "drafter":
+                found += drafter_load_evidence(found, self.library)
         found += exit_evidence(self.hints.exit_code, len(self.window.lines) - 1, self.library)
         if root is not None and not any(item.diagnosis_class not in NO_FAILURE_CLASSES for item in found):
             found.append(

@@ -157,6 +157,27 @@ def phase_evidence(phase: Phase, failure_index: int | None, library: SignatureLi
     ]
 
 
+def drafter_load_evidence(found: list[Evidence], library: SignatureLibrary) -> list[Evidence]:
+    """A model that failed to load while the drafter was loading is the drafter: its checkpoint or its
+    architecture, not the target's, is what the engine refused (speculative decoding's problem)."""
+    loads = [item for item in found if item.diagnosis_class == "model_load_error"]
+    if not loads:
+        return []
+    strongest = max(loads, key=lambda item: (item.priority, item.confidence))
+    return [
+        Evidence(
+            "phase",
+            "spec_decode_problem",
+            strongest.priority + 1,
+            strongest.confidence,
+            strongest.index,
+            f"a model failed to load while the drafter was loading ({strongest.why})",
+            list(library.class_remedies.get("spec_decode_problem", [])),
+            "The drafter model could not be loaded.",
+        )
+    ]
+
+
 def exit_evidence(exit_code: int | None, index: int | None, library: SignatureLibrary) -> list[Evidence]:
     """A process that died from a signal was killed from outside, or crashed outside Python."""
     remedies = list(library.class_remedies["process_killed"])
