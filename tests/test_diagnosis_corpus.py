@@ -39,7 +39,7 @@ def test_every_corpus_log_is_indexed_with_source_class_and_fix() -> None:
         assert entry["source"].startswith("https://github.com/"), entry["id"]
         assert entry["engine"] in ("sglang", "vllm", "nccl", "specforge"), entry["id"]
         assert entry["class"] in CLASSES, entry["id"]
-        assert len(entry["fix"]) > 20, entry["id"]
+        assert len(entry["fix"]) > 20 or entry["fix"].lower().startswith("not confirmed"), entry["id"]
         assert (CORPUS / "logs" / f"{entry['id']}.log").read_text().strip(), entry["id"]
     holdout = [entry for entry in entries if entry["split"] == "holdout"]
     assert len(holdout) >= 20
@@ -69,9 +69,10 @@ def test_corpus_accuracy_meets_the_targets() -> None:
         assert parts["real_vllm"]["accuracy"] >= 0.9, parts["real_vllm"]
     total = sum(part["count"] for part in parts.values())
     assert total >= 80
-    # Blind set 1 keeps the record of its first measurement, made before any rule was written from it.
-    first = parts["tune"]["first_measurement"]
-    assert (first["count"], first["correct"]) == (38, 23)
+    # The blind sets keep the record of their first measurement, made before any rule was written from them.
+    first = parts["tune"]["first_measurements"]
+    assert (first["blind set 1"]["count"], first["blind set 1"]["correct"]) == (38, 23)
+    assert (first["blind set 2"]["count"], first["blind set 2"]["correct"]) == (46, 31)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from tools.logs.calibration import Calibration
 from tools.logs.decide import Decision
+from tools.logs.features import describe
 from tools.logs.learned import ClassScore
 from tools.logs.library import SignatureLibrary
 from tools.logs.models import Alternative
@@ -27,18 +28,23 @@ RULES_UNSURE = 0.5
 
 
 def model_why(score: ClassScore) -> str:
-    words = ", ".join(feature.split(":", 1)[1].replace("_", " ") for feature in score.support)
-    supported = f" (features: {words})" if words else ""
-    return f"the learned model gives {score.diagnosis_class} {score.probability:.2f}{supported}"
+    """Why the model favours a class: its probability and the features that favour the class most."""
+    supported = f", from {', '.join(describe(feature) for feature in score.support)}" if score.support else ""
+    return f"the learned model gives {score.diagnosis_class} probability {score.probability:.2f}{supported}"
 
 
-def _alternative(score: ClassScore, calibration: Calibration, line_number: int | None) -> Alternative:
-    return Alternative(
-        diagnosis_class=score.diagnosis_class,
-        confidence=calibration.calibrate_model(score.probability),
-        why=model_why(score),
-        line_number=line_number,
-    )
+def _alternatives(scores: list[ClassScore], calibration: Calibration, line_number: int | None) -> list[Alternative]:
+    """The model's classes as alternatives: the likeliest with its calibrated confidence (how often the
+    model's first choice was right at that probability), the others with their probability."""
+    return [
+        Alternative(
+            diagnosis_class=score.diagnosis_class,
+            confidence=calibration.calibrate_model(score.probability) if rank == 0 else round(score.probability, 2),
+            why=model_why(score),
+            line_number=line_number,
+        )
+        for rank, score in enumerate(scores)
+    ]
 
 
 def _merge(first: list[Alternative], second: list[Alternative], decided: str) -> list[Alternative]:
@@ -61,7 +67,7 @@ def combine(
         return decision
     line_number = numbers[decision.index] if decision.index is not None else None
     top = scores[0]
-    model_alternatives = [_alternative(score, calibration, line_number) for score in scores]
+    model_alternatives = _alternatives(scores, calibration, line_number)
     unexplained = decision.diagnosis_class == "unknown" and decision.raw_confidence < RULES_UNSURE
     if not unexplained or top.diagnosis_class == "unknown":
         alternatives = _merge(decision.alternatives, model_alternatives, decision.diagnosis_class)
@@ -72,7 +78,7 @@ def combine(
         diagnosis_class=top.diagnosis_class,
         raw_confidence=top.probability,
         confidence=calibration.calibrate_model(top.probability),
-        summary=f"{why[:1].upper()}{why[1:]}; no rule explains the error ({decision.why}).",
+        summary=f"No rule explains the error; {why}.",
         why=why,
         remedies=list(library.class_remedies.get(top.diagnosis_class, ["inspect_traceback"])),
         signature=None,

@@ -142,3 +142,25 @@ def failure_features(window: LogWindow, context: FailureContext) -> list[str]:
         features.update(f"n:{word}" for word in nearby)
         features.update(f"q:{family}" for family in concepts(nearby))
     return sorted(features)
+
+
+_DESCRIPTIONS = {
+    "t": "'{}'",
+    "b": "'{}'",
+    "m": "words about {}",
+    "x": "a {}",
+    "f": "frames in '{}'",
+    "n": "'{}' nearby",
+    "q": "words about {} nearby",
+    "c": "component {}",
+    "p": "phase {}",
+    "e": "engine {}",
+    "k": "a {} root cause",
+    "l": "{}",
+}
+
+
+def describe(feature: str) -> str:
+    """A feature in words, for the why of a diagnosis: ``m:memory`` is "words about memory"."""
+    kind, _, value = feature.partition(":")
+    return _DESCRIPTIONS.get(kind, "{}").format(value.replace("_", " "))

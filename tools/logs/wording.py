@@ -18,14 +18,22 @@ _NOT_TEXT = re.compile(
     r"https?://\S+|\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b|\b(?=[0-9a-f]*\d)(?=(?:[0-9]*[a-f]){2})[0-9a-f]{4,7}\b"
     r"|(?:[\w.~-]*/)+(?P<base>[\w.-]*)|\b\d[\d.,:eE+-]*\b"
 )
-_PIECES = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z][a-z0-9]*|[A-Z][A-Z0-9]*|[0-9]+[a-z][a-z0-9]*")
+# Pieces of identifiers: "CUDAGeneratorImpl" gives CUDA, Generator, Impl; words that start with a digit
+# (sizes such as 7b or 30B) are left out.
+_PIECES = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z][a-z0-9]*|[A-Z][A-Z0-9]*")
 _STOP_WORDS = (
     "a an the of to in on at by for from with and or is are was were be been being it its this that these those "
     "as if but so than then there their they we you your our he she his her them which what when where who how "
     "can could should would will may might do does did has have had into over under up down only also any all "
     "some each per via please see py self"
 )
-_STOP = frozenset(_STOP_WORDS.split())
+# Names of model families and their size and variant tags say which model a log ran, not what failed.
+_MODEL_WORDS = (
+    "llama qwen qwen2 qwen3 deepseek mistral mixtral gemma gemma2 gemma3 phi phi3 glm glm4 kimi minimax baichuan "
+    "falcon opt gpt oss olmo olmocr intern internlm yi instruct chat base hf omni vl vision coder"
+)
+_STOP = frozenset(_STOP_WORDS.split()) | frozenset(_MODEL_WORDS.split())
+_FILE_NAME = re.compile(r"\.[A-Za-z][\w]*$")
 
 
 def _stem(word: str) -> str:
@@ -47,9 +55,15 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 4 else word
 
 
+def _keep_file_name(match: re.Match[str]) -> str:
+    """A path's last part when it names a file (``tokenizer.json``); a folder (a model's) says nothing."""
+    base = match.group("base") or ""
+    return f" {base} " if _FILE_NAME.search(base) else " "
+
+
 def words(text: str) -> list[str]:
     """Normalised words of a text, in order (see the module's docstring)."""
-    cleaned = _NOT_TEXT.sub(lambda match: f" {match.group('base') or ''} ", text[:MESSAGE_CHARS])
+    cleaned = _NOT_TEXT.sub(_keep_file_name, text[:MESSAGE_CHARS])
     found = []
     for piece in _PIECES.findall(cleaned):
         word = piece.lower()
