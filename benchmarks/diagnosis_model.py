@@ -35,7 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from benchmarks.common import REPO_ROOT, emit, machine, note
 from benchmarks.diagnosis_corpus import CORPUS, entry_hints, load_part
@@ -44,7 +44,7 @@ from tools.logs.combine import combine
 from tools.logs.decide import Decision
 from tools.logs.diagnose import Diagnoser, text_window
 from tools.logs.learned import MODEL_FILE, ClassScore, Example, LearnedModel, render, train
-from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
+from tools.logs.library import NO_FAILURE_CLASSES, DiagnosisClass, SignatureLibrary, load_library
 
 MODEL_PATH = REPO_ROOT / "tools" / "logs" / MODEL_FILE
 CALIBRATION_PATH = REPO_ROOT / "tools" / "logs" / "calibration.toml"
@@ -55,11 +55,11 @@ TRAINING_SPLIT = "tune"
 class LabelledLog:
     id: str
     source: str
-    truth: str
+    truth: DiagnosisClass
     decision: Decision  # the rules' decision, without the model
     features: list[str] | None  # None: no error text, the model is not consulted
     numbers: list[int | None]
-    first_class: str | None = None
+    first_class: DiagnosisClass | None = None
     first_raw_confidence: float | None = None
     blind_set: str | None = None  # "blind set 1", ... for logs with a recorded first measurement
 
@@ -71,6 +71,13 @@ class LabelledLog:
     def trains(self) -> bool:
         """A failure log with error text: what the model learns from and is asked about."""
         return self.failure and self.features is not None
+
+
+def diagnosis_class(value: str) -> DiagnosisClass:
+    """A class name of the index, checked against the diagnosis vocabulary."""
+    if value not in get_args(DiagnosisClass):
+        raise ValueError(f"{value!r} is not a diagnosis class")
+    return cast(DiagnosisClass, value)
 
 
 def labelled_logs(corpus: Path = CORPUS, split: str = TRAINING_SPLIT) -> list[LabelledLog]:
@@ -88,11 +95,11 @@ def labelled_logs(corpus: Path = CORPUS, split: str = TRAINING_SPLIT) -> list[La
             LabelledLog(
                 id=entry["id"],
                 source=entry["source"],
-                truth=entry["class"],
+                truth=diagnosis_class(entry["class"]),
                 decision=outcome.decision,
                 features=diagnoser.features(outcome),
                 numbers=window.numbers,
-                first_class=entry.get("first_class"),
+                first_class=diagnosis_class(entry["first_class"]) if entry.get("first_class") else None,
                 first_raw_confidence=entry.get("first_raw_confidence"),
                 blind_set=note_text.split(",")[0] if entry.get("first_class") and note_text else None,
             )
@@ -101,11 +108,7 @@ def labelled_logs(corpus: Path = CORPUS, split: str = TRAINING_SPLIT) -> list[La
 
 
 def train_on(logs: list[LabelledLog]) -> LearnedModel:
-    examples = [
-        Example(log.features, log.truth, log.source)  # type: ignore[arg-type]
-        for log in logs
-        if log.trains and log.features is not None
-    ]
+    examples = [Example(log.features, log.truth, log.source) for log in logs if log.trains and log.features is not None]
     threads = len({example.source for example in examples})
     return train(
         examples,
@@ -124,7 +127,7 @@ def final_decision(
         raw = log.first_raw_confidence
         decision = replace(
             decision,
-            diagnosis_class=log.first_class,  # type: ignore[arg-type]
+            diagnosis_class=log.first_class,
             raw_confidence=raw,
             confidence=calibration.calibrate(raw),
             alternatives=[],

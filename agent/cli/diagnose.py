@@ -32,6 +32,8 @@ def render(diagnosis: Diagnosis) -> str:
             f"{frame}; component {root.component or 'unknown'}"
         )
     lines.append(f"phase reached: {diagnosis.phase}" + (f" ({diagnosis.progress})" if diagnosis.progress else ""))
+    if diagnosis.decided_by == "model":
+        lines.append("decided by: the learned model (no rule explains the error)")
     if diagnosis.findings:
         lines.append(f"findings: {', '.join(diagnosis.findings)}")
     for alternative in diagnosis.alternatives:

@@ -1,10 +1,13 @@
 """Confidence that means something: raw evidence scores mapped to how often they were right.
 
-The table (``calibration.toml``, package data) is written by ``benchmarks/diagnosis_corpus.py
---write-calibration`` from the tune part of the diagnosis corpus: for each band of raw confidence, how
-many diagnoses fell in it and how many were right. The calibrated confidence of a band is its
-smoothed hit rate ``(right + 1) / (count + 2)``, so a band seen rarely stays near one half. A failure
-diagnosis whose calibrated confidence is below ``threshold`` is reported as ``unknown``.
+The table (``calibration.toml``, package data) has two sets of bands. ``bands``, written by
+``benchmarks/diagnosis_corpus.py --write-calibration``: for each band of the rules' raw confidence, how
+many of the diagnoses the rules decided fell in it and how many were right (current outcomes, and the
+blind sets' first measurements). ``model_bands``, written by ``benchmarks/diagnosis_model.py --write``:
+for each band of the learned model's probability, how often its likeliest class was right with the
+log's thread left out of its training. The calibrated confidence of a band is its smoothed hit rate
+``(right + 1) / (count + 2)``, so a band seen rarely stays near one half. A failure diagnosis whose
+calibrated confidence is below ``threshold`` is reported as ``unknown``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,11 @@ failing component (:mod:`tools.logs.components`); milestone lines give the start
 (:mod:`tools.logs.phase`). Signatures from the library, the root cause's structure
 (:mod:`tools.logs.root_rules`), the phase and the process facts are evidence
 (:mod:`tools.logs.evidence`); the strongest wins (:mod:`tools.logs.decide`) and its confidence is
-calibrated on the diagnosis corpus. Advice the engine printed near the failure becomes
-``engine_hints`` with machine-usable actions (:mod:`tools.logs.hints`).
+calibrated on the diagnosis corpus. Where the rules find an error but name no cause, a learned model
+over the failure's features (:mod:`tools.logs.features`, :mod:`tools.logs.learned`) names the likeliest
+one, and otherwise adds its other likely classes as alternatives (:mod:`tools.logs.combine`). Advice the
+engine printed near the failure becomes ``engine_hints`` with machine-usable actions
+(:mod:`tools.logs.hints`).
 
 Lifecycle rules: once the engine said it was ready only what came after counts; an exited process is
 never ``healthy``; a log that ends in a traceback is never ``loading``; death after ready is reported
