@@ -25,6 +25,7 @@ from tools.logs.library import SignatureLibrary
 from tools.logs.models import Alternative
 
 RULES_UNSURE = 0.5
+LIKELY = 0.1  # a class the model gives less is not offered as an alternative to a named class
 
 
 def model_why(score: ClassScore) -> str:
@@ -67,25 +68,29 @@ def combine(
         return decision
     line_number = numbers[decision.index] if decision.index is not None else None
     top = scores[0]
-    model_alternatives = _alternatives(scores, calibration, line_number)
+    every = _alternatives(scores, calibration, line_number)
+    likely = [alternative for alternative, score in zip(every, scores, strict=True) if score.probability >= LIKELY]
     unexplained = decision.diagnosis_class == "unknown" and decision.raw_confidence < RULES_UNSURE
     if not unexplained or top.diagnosis_class == "unknown":
-        alternatives = _merge(decision.alternatives, model_alternatives, decision.diagnosis_class)
-        return replace(decision, alternatives=alternatives)
+        offered = every if decision.diagnosis_class == "unknown" else likely
+        return replace(decision, alternatives=_merge(decision.alternatives, offered, decision.diagnosis_class))
     why = model_why(top)
     decided = replace(
         decision,
         diagnosis_class=top.diagnosis_class,
-        raw_confidence=top.probability,
+        raw_confidence=round(top.probability, 2),
         confidence=calibration.calibrate_model(top.probability),
         summary=f"No rule explains the error; {why}.",
         why=why,
         remedies=list(library.class_remedies.get(top.diagnosis_class, ["inspect_traceback"])),
         signature=None,
-        alternatives=_merge(model_alternatives[1:], decision.alternatives, top.diagnosis_class),
+        alternatives=_merge(likely[1:], decision.alternatives, top.diagnosis_class),
         decided_by="model",
     )
-    return decided if decided.confidence >= calibration.threshold else demote(decided, line_number)
+    if decided.confidence >= calibration.threshold:
+        return decided
+    alternatives = _merge(every[1:], decision.alternatives, top.diagnosis_class)
+    return demote(replace(decided, alternatives=alternatives), line_number)
 
 
 def demote(decision: Decision, line_number: int | None) -> Decision:
