@@ -152,6 +152,16 @@ def test_silence_after_distributed_initialisation_is_a_hang_only_when_stale() ->
     assert diagnose_text(loading_weights, stale).diagnosis_class == "loading"
 
 
+def test_silence_during_cuda_graph_capture_is_a_capture_failure_only_when_stale() -> None:
+    text = (
+        "INFO 05-01 10:00:00 [gpu_model_runner.py:2000] Model loading took 1.2 GiB and 3.1 seconds\n"
+        "INFO 05-01 10:00:09 [gpu_model_runner.py:2100] Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)\n"
+    )
+    assert diagnose_text(text).diagnosis_class == "loading"
+    stale = diagnose_text(text, DiagnosisHints(seconds_since_output=3600.0))
+    assert stale.diagnosis_class == "cuda_graph_capture_failure" and "Capturing CUDA graphs" in (stale.key_line or "")
+
+
 def test_an_unexplained_error_is_unknown_with_the_likeliest_classes_and_why() -> None:
     text = (
         "INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model /models/x...\n"

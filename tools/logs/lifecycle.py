@@ -6,7 +6,7 @@
 - an error-level line after the last start-up milestone outranks the milestones: ``unknown``, never
   ``loading`` (a failure printed without a traceback, e.g. a worker's one-line error);
 - silent for ``stale_after_seconds`` with distributed (NCCL) initialisation as the last milestone:
-  ``nccl_hang``;
+  ``nccl_hang``; with CUDA graph capture as the last milestone: ``cuda_graph_capture_failure``;
 - otherwise ``loading`` (the last milestone says how far it got).
 """
 
@@ -118,6 +118,17 @@ def no_failure_decision(
             f"No output for {age:.0f} s right after distributed/NCCL initialisation: collective set-up "
             "is probably stuck.",
             ["nccl_p2p_disable", "nccl_debug_info", "enable_p2p_check"],
+            library,
+        )
+    if stale and phase.phase == "cuda_graph" and phase.index is not None and phase.index >= milestone:
+        return _decision(
+            calibration,
+            "cuda_graph_capture_failure",
+            0.6,
+            phase.index,
+            f"No output for {age:.0f} s while CUDA graphs were being captured: the capture is probably stuck "
+            "(an error inside a capture, e.g. in a custom all-reduce, can show only as a hang).",
+            ["disable_cuda_graph", "disable_custom_all_reduce", "lower_cuda_graph_bs"],
             library,
         )
     if milestone >= 0:
