@@ -7,6 +7,8 @@ Each rule reads one property of the first real error, never the wording of one k
   speculative decoding, the weight loader, the KV cache, NCCL, the engine's argument checks);
 - a death from a signal in native code (fault handler, signal report, crash banner) is
   ``process_killed`` unless it crashed inside a component that explains it (CUDA graph capture, NCCL);
+  an interpreter's own fatal check (``Fatal Python error: _PyObject_AssertFailed``) is none of the
+  classes, and is said to be ``unknown`` with confidence (a bug to report, not a remedy to apply);
 - an attention kernel that fails is ``attention_backend_error`` unless its message is about the GPU
   generation (``unsupported_arch``); a just-in-time build of an attention kernel that fails is too;
 - a tensor shape or size mismatch, or a missing weight, in a log whose engine runs speculative
@@ -167,6 +169,14 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
     if root.kind == "crash" and mapped is None and _SIGNAL_DEATH.search(f"{root.type} {root.message}"):
         where = f" in {component} code" if component else ""
         add("process_killed", CRASH_PRIORITY, 0.7, f"the process crashed in native code{where} ({root.message})")
+    elif root.kind == "crash" and mapped is None and root.type == "Fatal Python error":
+        # Known to be none of the classes: said with confidence, so that no weaker source names one.
+        add(
+            "unknown",
+            CRASH_PRIORITY,
+            0.6,
+            f"the interpreter's own check failed, not a death by a signal ({root.message})",
+        )
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
     if component != "speculative" and _mismatch(root) and speculative_in_use(window):
