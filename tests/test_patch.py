@@ -169,7 +169,7 @@ def test_a_file_swapped_for_a_symlink_after_the_check_is_not_written_through(tmp
     target_path.unlink()
     target_path.symlink_to(victim)  # the race: swapped between check and write
     with pytest.raises(WriteRefused, match="no longer a regular file"):
-        write_bytes_atomic(checked, b"evil", expected=info)
+        write_bytes_atomic(checked, b"evil", expected=(info.st_ino, info.st_dev))
     assert victim.read_text() == "keep me"
 
 

@@ -20,13 +20,14 @@ import time
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tools.private_files import private_directory, write_private
+from tools.hosts.base import CallInterrupted, HostUnreachable
 from tools.records import BenchmarkRecord, Environment, ModelInfo, PatchRecord, ProcessRecord, Task, TaskStatus
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class ToolResult(BaseModel):
     truncated: bool = False
     full_output_path: str | None = None
     duration_seconds: float = 0.0
+    # The connection to a host dropped while the call ran there: its effect is unknown (as after a crash).
+    interrupted: bool = False
 
 
 class ToolSettings(BaseModel):
@@ -166,6 +169,25 @@ class ToolContext:
     checkpoint: Callable[[], None] = lambda: None
     # Human-facing progress lines for long waits (printed by the CLI, never sent to the model).
     progress: Callable[[str], None] = lambda message: None
+    # Every host of the run by name, in order; ``host`` is the first. Empty: ``host`` is the only one.
+    hosts: dict[str, Host] = field(default_factory=dict)
+
+    def all_hosts(self) -> list[Host]:
+        """The run's hosts, the first (``host``) first."""
+        return list(self.hosts.values()) or [self.host]
+
+    def host_named(self, name: str | None) -> Host:
+        """The host with this name (None or "": the first); ToolError naming the known hosts otherwise."""
+        if not name or name == self.host.name:
+            return self.host
+        if name in self.hosts:
+            return self.hosts[name]
+        known = ", ".join(host.name for host in self.all_hosts())
+        raise ToolError(f"no host named {name!r} in this run; its hosts: {known}")
+
+    def host_of(self, record: ProcessRecord) -> Host:
+        """The host a managed process runs on."""
+        return self.host_named(record.host or None)
 
     @property
     def outputs_dir(self) -> Path:
@@ -288,7 +310,17 @@ class ToolRegistry:
                 f"{'.'.join(str(part) for part in item['loc']) or '(root)'}: {item['msg']}" for item in error.errors()
             )
             return ToolResult(tool=name, ok=False, error=f"invalid arguments for {name}: {problems}")
-        output, error_text = self._run_with_timeout(tool, args, context)
+        try:
+            output, error_text = self._run_with_timeout(tool, args, context)
+        except CallInterrupted as error:
+            return ToolResult(
+                tool=name,
+                ok=False,
+                interrupted=True,
+                duration_seconds=time.monotonic() - started,
+                error=f"interrupted: {error}. The call may or may not have taken effect; verify its effect "
+                "(status, logs, files) before repeating it.",
+            )
         duration = time.monotonic() - started
         if error_text is not None:
             return ToolResult(tool=name, ok=False, error=error_text, duration_seconds=duration)
@@ -337,8 +369,12 @@ class ToolRegistry:
         if worker.is_alive():
             return None, f"{tool.name} timed out after {limit:.0f} s"
         error = outcome.get("error")
-        if isinstance(error, NeedsApproval):
+        if isinstance(error, NeedsApproval | CallInterrupted):
             raise error
+        if isinstance(error, HostUnreachable):
+            if error.needs_human:
+                raise NeedsApproval(str(error), evidence=error.evidence, options=error.options)
+            return None, f"host unreachable: {error}"
         if isinstance(error, ToolError):
             return None, str(error)
         if isinstance(error, BaseException):

@@ -11,13 +11,14 @@ import datetime as dt
 import json
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from tools.base import ToolContext, ToolError, ToolState
-from tools.hosts.base import Host, ProcessStatus
+from tools.hosts.base import CallInterrupted, Host, HostUnreachable, ProcessStatus
 from tools.records import ProcessRecord, is_live
 from tools.redact import redact_env, redact_text, redact_value
 
@@ -72,17 +73,22 @@ def start_process(
     port: int | None = None,
     config: dict[str, Any] | None = None,
     cwd: Path | None = None,
+    host: Host | None = None,
+    group: str = "",
 ) -> ProcessRecord:
-    """Spawn argv detached through the host, record it in the state and checkpoint at once.
+    """Spawn argv detached through the host (default: the run's first), record it in the state and checkpoint
+    at once.
 
     ``argv`` is the real command; the host may translate it (the simulated host swaps in stand-ins), in
-    which case the command actually run is kept as ``host_argv``. Env values and argv are redacted.
+    which case the command actually run is kept as ``host_argv``. Env values and argv are redacted. The log is
+    written on that host (``Host.log_dir``).
     """
+    host = host or context.host
     environment = dict(env or {})
-    log_path = context.logs_dir / _log_name(name, context.state.step)
-    host_argv = context.host.translate(list(argv))
+    log_path = host.log_dir(context.logs_dir) / _log_name(name, context.state.step)
+    host_argv = host.translate(list(argv))
     mark = json.dumps({"run": context.state.run_id, "name": name, "kind": kind, "log": str(log_path), "port": port})
-    spawned = context.host.spawn(host_argv, env={**environment, SPAWN_MARKER: mark}, log_path=log_path, cwd=cwd)
+    spawned = host.spawn(host_argv, env={**environment, SPAWN_MARKER: mark}, log_path=log_path, cwd=cwd)
     record = ProcessRecord(
         name=name,
         pid=spawned.pid,
@@ -93,6 +99,8 @@ def start_process(
         port=port,
         kind=kind,
         config=redact_value(dict(config or {})),
+        host="" if host is context.host else host.name,
+        group=group,
     )
     if host_argv != list(argv):
         record.host_argv = [redact_text(part) for part in host_argv]
@@ -156,17 +164,33 @@ def stop_process(
     return outcome
 
 
-def reconcile_processes(state: ToolState, host: Host) -> list[str]:
+def _host_for(record: ProcessRecord, hosts: Sequence[Host]) -> Host | None:
+    if not record.host:
+        return hosts[0]
+    return next((host for host in hosts if host.name == record.host), None)
+
+
+def reconcile_processes(state: ToolState, hosts: Host | Sequence[Host]) -> list[str]:
     """On resume: re-adopt live records whose (pid, create_time) still match; mark the rest exited.
 
     Returns one human-readable line per live record examined. Nothing is signalled here. Processes this
-    run spawned but never recorded (see ``SPAWN_MARKER``) are adopted with state ``unknown``.
+    run spawned but never recorded (see ``SPAWN_MARKER``) are adopted with state ``unknown``. A record on a
+    host that cannot be reached now, or that this run no longer has, is left as it is (said in a line).
     """
-    notes = _adopt_unrecorded(state, host)
+    hosts = [hosts] if isinstance(hosts, Host) else list(hosts)
+    notes = adopt_unrecorded(state, hosts)
     for record in state.processes:
         if not is_live(record):
             continue
-        status = host.status(record.pid, record.create_time)
+        host = _host_for(record, hosts)
+        if host is None:
+            notes.append(f"{record.name} (pid {record.pid}): on host {record.host!r}, which this run does not have")
+            continue
+        try:
+            status = host.status(record.pid, record.create_time)
+        except (HostUnreachable, CallInterrupted) as error:
+            notes.append(f"{record.name} (pid {record.pid}): host {host.name} cannot be reached ({error}); left as is")
+            continue
         if status.alive:
             notes.append(f"{record.name} (pid {record.pid}): re-adopted, still running")
             continue
@@ -183,7 +207,19 @@ def reconcile_processes(state: ToolState, host: Host) -> list[str]:
     return notes
 
 
-def _adopt_unrecorded(state: ToolState, host: Host) -> list[str]:
+def adopt_unrecorded(state: ToolState, hosts: Sequence[Host]) -> list[str]:
+    """Adopt processes this run spawned on these hosts but never recorded (the agent died, or the connection
+    dropped, between the spawn and the save). Hosts that cannot be reached are skipped."""
+    notes: list[str] = []
+    for host in hosts:
+        try:
+            notes += _adopt_unrecorded(state, host, "" if host is hosts[0] else host.name)
+        except (HostUnreachable, CallInterrupted) as error:
+            notes.append(f"host {host.name} cannot be reached to look for unrecorded processes ({error})")
+    return notes
+
+
+def _adopt_unrecorded(state: ToolState, host: Host, host_name: str) -> list[str]:
     notes = []
     for found in host.find_marked(SPAWN_MARKER):
         try:
@@ -194,7 +230,9 @@ def _adopt_unrecorded(state: ToolState, host: Host) -> list[str]:
             not isinstance(mark, dict)
             or mark.get("run") != state.run_id
             or any(
-                record.pid == found.pid and abs(record.create_time - found.create_time) < 1e-3
+                record.pid == found.pid
+                and abs(record.create_time - found.create_time) < 1e-3
+                and record.host == host_name
                 for record in state.processes
             )
         ):
@@ -209,6 +247,7 @@ def _adopt_unrecorded(state: ToolState, host: Host) -> list[str]:
             port=port if isinstance(port, int) else None,
             kind=str(mark.get("kind", "process")),
             state="unknown",
+            host=host_name,
         )
         state.processes.append(record)
         notes.append(

@@ -37,6 +37,8 @@ class ProcessRecord(Document):
     kind: str = "process"  # "engine", "drafter_training", "shell", ...
     config: dict[str, Any] = Field(default_factory=dict)  # e.g. the engine launch config
     host_argv: list[str] = Field(default_factory=list)  # the command the host really ran, when translated
+    host: str = ""  # the host it runs on (its name); "" is the run's first host
+    group: str = ""  # the engine a rank of a multi-node launch belongs to (its rank-0 process's name)
 
 
 def is_live(record: ProcessRecord) -> bool:
@@ -104,3 +106,4 @@ class PatchRecord(Document):
     diff: str
     applied_at: str = Field(default_factory=utc_now)
     reverted: bool = False
+    host: str = ""  # the host the file is on; "" is the run's first host

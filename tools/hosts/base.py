@@ -1,8 +1,11 @@
 """Where things run. Tools talk to a :class:`Host`, never to the OS directly.
 
 Implementations: the local machine (``tools.hosts.local``), the simulated host of the digital twin
-(``tools.hosts.sim.host``), and later an SSH host. Adding a host must not require touching any tool: a host
-runs commands, starts and watches detached processes, and reports GPU facts.
+(``tools.hosts.sim.host``), and a machine reached over SSH (``tools.hosts.ssh.host``). Adding a host must not
+require touching any tool: a host runs commands, starts and watches detached processes, reads its files
+(logs from the end, confined edits), reaches its network, and reports GPU facts.
+
+Paths given to a host are paths on that host. Files and logs of a remote host are read there, never copied.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pydantic import BaseModel, Field
 
 from tools.document import Document
 from tools.hosts.sandbox.confinement import Confinement
+from tools.logs.reader import SinceRead, TailRead
+from tools.logs.window import LogWindow
 
 Interconnect = Literal["nvlink", "pcie", "none", "unknown"]
 
@@ -89,6 +94,55 @@ class GpuProbe(BaseModel):
     error: str | None = None
 
 
+class FileFacts(BaseModel):
+    """A regular file on a host: its size, and seconds since its last change by that host's own clock."""
+
+    size: int
+    age_seconds: float
+
+
+class LineFilter(BaseModel):
+    """Keep only lines containing ``pattern`` (case-insensitive), or matching it as a regex when ``regex``."""
+
+    pattern: str
+    regex: bool = False
+
+
+class ConfinedFile(BaseModel):
+    """A file read through the write guard: its real path, bytes, and the identity a later write checks."""
+
+    path: str
+    data: bytes
+    inode: int
+    device: int
+    mode: int = 0o600  # its permission bits
+
+
+class HostUnreachable(Exception):
+    """The host cannot be reached (network, authentication, refused host key); nothing was done there.
+
+    ``needs_human``: only a person can fix it (a changed or unknown host key); tools turn it into a question
+    with ``evidence`` and ``options`` instead of an error result.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        needs_human: bool = False,
+        evidence: list[str] | None = None,
+        options: list[str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.needs_human = needs_human
+        self.evidence = list(evidence or [])
+        self.options = list(options or ["retry", "stop here"])
+
+
+class CallInterrupted(Exception):
+    """The connection to the host dropped while an operation ran there: it may or may not have taken effect."""
+
+
 class Host(ABC):
     name: str = "host"
 
@@ -145,3 +199,61 @@ class Host(ABC):
     def translate(self, argv: list[str]) -> list[str]:
         """Map a real command line onto this host (the simulated host swaps in its stand-ins)."""
         return argv
+
+    # -- files (paths on this host) ----------------------------------------------------------------------
+
+    @abstractmethod
+    def file_facts(self, path: str) -> FileFacts | None:
+        """Size and modification time of a regular file, or None when there is no such file."""
+
+    @abstractmethod
+    def read_last_lines(
+        self, path: str, max_lines: int, *, max_bytes: int, line_filter: LineFilter | None = None
+    ) -> TailRead:
+        """The last lines of a log, read backwards from its end (see :func:`tools.logs.reader.read_last_lines`)."""
+
+    @abstractmethod
+    def read_since(self, path: str, offset: int, *, max_bytes: int) -> SinceRead:
+        """Complete lines written after a byte offset (see :func:`tools.logs.reader.read_since`)."""
+
+    @abstractmethod
+    def read_window(self, path: str, *, head_bytes: int, tail_bytes: int) -> LogWindow:
+        """A bounded head and tail of a log for diagnosis (see :func:`tools.logs.window.read_window`)."""
+
+    @abstractmethod
+    def read_confined(self, raw_path: str, roots: list[str]) -> ConfinedFile:
+        """Read a file inside the write roots without following links; raises ``WriteRefused``."""
+
+    @abstractmethod
+    def write_confined(self, raw_path: str, roots: list[str], data: bytes, expected: ConfinedFile | None) -> None:
+        """Atomically replace a confined file; with ``expected``, only if it is still that file."""
+
+    @abstractmethod
+    def real_path(self, path: str) -> str:
+        """The path with symbolic links resolved on this host (what the shell guard judges)."""
+
+    @abstractmethod
+    def home(self) -> str:
+        """The home directory of the user the host runs commands as."""
+
+    def log_dir(self, agent_logs: Path) -> Path:
+        """Where logs of processes started on this host go; local hosts use the agent's state directory."""
+        return agent_logs
+
+    def working_dir(self) -> Path:
+        """Where relative paths and the shell start on this host."""
+        return Path.cwd()
+
+    def write_roots(self, configured: list[Path]) -> list[Path]:
+        """Directories patch_file may write in on this host (``configured``: the tools' setting)."""
+        return configured
+
+    # -- network (addresses as seen from this host) -------------------------------------------------------
+
+    @abstractmethod
+    def connect_error(self, address: str, port: int, timeout: float = 1.0) -> str | None:
+        """Try a TCP connection from this host; None when it succeeded, else what went wrong."""
+
+    def endpoint(self, address: str, port: int) -> tuple[str, int]:
+        """Where the agent connects to reach ``address:port`` as this host sees it (a remote host forwards)."""
+        return address, port

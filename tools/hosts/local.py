@@ -1,11 +1,12 @@
 """The local machine as a :class:`Host`.
 
 - ``run`` starts the command in its own process group and kills the whole group on timeout; output is
-  capped (head and tail kept, a marker in between). With a :class:`Confinement` the command runs in the
-  sandbox (:mod:`tools.hosts.sandbox`), without the variables whose names say they hold secrets.
-- ``spawn`` starts ``supervise.py`` detached (new session, so it leads the group); the supervisor runs the
-  command with stdout and stderr appended to the log and writes the exit code into ``exit_dir`` so it
-  stays readable after the agent restarts.
+  capped (head and tail kept, a marker in between): :mod:`tools.hosts.command`, shared with remote hosts. With a
+  :class:`Confinement` the command runs in the sandbox (:mod:`tools.hosts.sandbox`), without the variables whose
+  names say they hold secrets.
+- ``spawn`` starts the supervisor (``tools.hosts.supervise``) detached (new session, so it leads the group);
+  the supervisor runs the command with stdout and stderr appended to the log and writes the exit code into
+  ``exit_dir`` so it stays readable after the agent restarts.
 - ``status``/``signal_group`` act only when psutil confirms (pid, create_time): a reused PID never matches.
 - GPU facts come from NVML (:mod:`tools.hosts.nvml`).
 
@@ -14,21 +15,18 @@ Subclasses (the simulated host) override ``probe_gpus``, ``gpu_memory_used_mib``
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
-from typing import IO
 
 import psutil
 
 from tools.hosts import nvml, supervise
 from tools.hosts.base import CommandResult, GpuProbe, Host, MarkedProcess, ProcessStatus, SpawnedProcess
+from tools.hosts.command import run_command
+from tools.hosts.local_files import LocalFiles
 from tools.hosts.sandbox import Confinement, confined
 from tools.hosts.sandbox.run import confined_environment
 
@@ -40,38 +38,7 @@ def default_exit_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"opsloop-{os.getuid()}" / "exits"
 
 
-class _CappedBuffer:
-    """Keeps the first and last ``cap // 2`` bytes of a stream and counts what was dropped."""
-
-    def __init__(self, cap: int) -> None:
-        self.head_cap = max(cap // 2, 1)
-        self.tail_cap = max(cap - self.head_cap, 1)
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-
-    def feed(self, chunk: bytes) -> None:
-        room = self.head_cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        self.tail += chunk
-        if len(self.tail) > self.tail_cap:
-            excess = len(self.tail) - self.tail_cap
-            self.dropped += excess
-            del self.tail[:excess]
-
-    def text(self) -> str:
-        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() if self.dropped else b""
-        return bytes(self.head + middle + self.tail).decode("utf-8", errors="replace")
-
-
-def _drain(stream: IO[bytes], buffer: _CappedBuffer) -> None:
-    while chunk := os.read(stream.fileno(), 65536):
-        buffer.feed(chunk)
-
-
-class LocalHost(Host):
+class LocalHost(LocalFiles, Host):
     name = "local"
 
     def __init__(self, exit_dir: Path | None = None) -> None:
@@ -101,8 +68,8 @@ class LocalHost(Host):
                 argv, command, timeout, cwd, confined_environment(environment), input_text, output_cap_bytes
             )
 
+    @staticmethod
     def _execute(
-        self,
         argv: list[str],
         command: list[str],
         timeout: float,
@@ -112,70 +79,33 @@ class LocalHost(Host):
         output_cap_bytes: int,
     ) -> CommandResult:
         """Run ``command`` (``argv`` itself, or ``argv`` confined) in its own process group."""
-        started = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                command,
-                cwd=cwd,
-                env=environment,
-                start_new_session=True,
-                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-            )
-        except OSError as error:
-            return CommandResult(
-                argv=argv,
-                exit_code=None,
-                stderr=f"could not start {argv[0]}: {error}",
-                duration_seconds=time.monotonic() - started,
-            )
-        buffers = (_CappedBuffer(output_cap_bytes), _CappedBuffer(output_cap_bytes))
-        assert process.stdout is not None and process.stderr is not None
-        readers = [
-            threading.Thread(target=_drain, args=(stream, buffer), daemon=True)
-            for stream, buffer in zip((process.stdout, process.stderr), buffers, strict=True)
-        ]
-        for reader in readers:
-            reader.start()
-        if input_text is not None and process.stdin is not None:
-            try:
-                process.stdin.write(input_text.encode())
-                process.stdin.close()
-            except BrokenPipeError:
-                pass
-        timed_out = False
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            self._kill_group(process.pid)
-            process.wait()
-        for reader in readers:
-            reader.join(timeout=2.0)  # a detached grandchild may hold the pipe open; do not wait on it
-        for stream in (process.stdout, process.stderr):
-            stream.close()
+        completed = run_command(
+            command,
+            timeout=timeout,
+            cwd=None if cwd is None else str(cwd),
+            environment=environment,
+            input_bytes=None if input_text is None else input_text.encode(),
+            output_cap_bytes=output_cap_bytes,
+        )
         return CommandResult(
             argv=argv,
-            exit_code=None if timed_out else process.returncode,
-            stdout=buffers[0].text(),
-            stderr=buffers[1].text(),
-            timed_out=timed_out,
-            duration_seconds=time.monotonic() - started,
+            exit_code=completed.exit_code,
+            stdout=completed.stdout,
+            stderr=completed.stderr,
+            timed_out=completed.timed_out,
+            duration_seconds=completed.duration_seconds,
         )
-
-    @staticmethod
-    def _kill_group(pgid: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
 
     # -- managed processes ---------------------------------------------------------------------------
 
     def supervisor_argv(self, argv: list[str], cwd: Path | None = None) -> list[str]:
         location = ["--cwd", str(cwd)] if cwd is not None else []
+        # -P: the working directory (which may hold a package named like ours) is not put on the path.
         return [
             sys.executable,
-            str(Path(supervise.__file__).resolve()),
+            "-P",
+            "-m",
+            "tools.hosts.supervise",
             "--exit-dir",
             str(self.exit_dir),
             *location,

@@ -1,8 +1,9 @@
 """A tiny supervisor that runs one managed process and records how it ended.
 
-Run as a script (``python supervise.py --exit-dir DIR [--cwd DIR] -- ARGV...``) by
-:class:`tools.hosts.local.LocalHost`. The host starts the supervisor in a new session, so the
-supervisor leads the process group and its (pid, create_time) is the identity the agent records.
+Run as ``python -P -m tools.hosts.supervise --exit-dir DIR [--cwd DIR] -- ARGV...`` by
+:class:`tools.hosts.local.LocalHost`, and by the remote helper on an SSH host. The host starts the supervisor
+in a new session, so the supervisor leads the process group and its (pid, create_time) is the identity the
+agent records.
 The supervisor:
 
 - starts ARGV in the same process group, with the inherited stdout/stderr (the log file);
@@ -14,7 +15,8 @@ The supervisor:
   last line to the log, so the outcome stays readable after the agent restarts.
 
 Exit codes follow :mod:`subprocess`: a negative value -N means the child was killed by signal N. This
-module imports only the standard library and psutil because it runs outside the agent's package path.
+module imports only the standard library (and :mod:`tools.hosts.procfs`), because it also runs on remote
+hosts where the agent's dependencies are not installed.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-import psutil
+from tools.hosts import procfs
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 LEFTOVER_GRACE_SECONDS = 3.0
@@ -74,30 +76,41 @@ def _become_subreaper() -> None:
 
 
 def _terminate_leftovers() -> None:
-    leftovers = psutil.Process().children(recursive=True)
+    leftovers = procfs.children(os.getpid())
     if not leftovers:
         return
     print(f"{LOG_PREFIX} terminating {len(leftovers)} leftover worker process(es)", file=sys.stderr, flush=True)
-    for process in leftovers:
-        with contextlib.suppress(psutil.Error):
-            process.terminate()
-    _, alive = psutil.wait_procs(leftovers, timeout=LEFTOVER_GRACE_SECONDS)
-    for process in alive:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-    psutil.wait_procs(alive, timeout=LEFTOVER_GRACE_SECONDS)
+    procfs.signal_pids(leftovers, signal.SIGTERM)
+    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
+    while time.monotonic() < deadline and any(procfs.alive(pid) for pid in leftovers):
+        _reap_orphans()
+        time.sleep(0.05)
+    procfs.signal_pids([pid for pid in leftovers if procfs.alive(pid)], signal.SIGKILL)
+    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
+    while time.monotonic() < deadline and any(procfs.alive(pid) for pid in leftovers):
+        _reap_orphans()
+        time.sleep(0.05)
+    _reap_orphans()
+
+
+def _reap_orphans() -> None:
+    """Collect exited workers that were re-parented to this subreaper, so they do not stay zombies."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 def _write_record(exit_dir: Path, exit_code: int, argv: list[str]) -> None:
-    me = psutil.Process()
-    path = exit_record_path(exit_dir, me.pid, me.create_time())
+    pid = os.getpid()
+    started = procfs.create_time(pid) or 0.0
+    path = exit_record_path(exit_dir, pid, started)
     record = {
-        "pid": me.pid,
-        "create_time": me.create_time(),
+        "pid": pid,
+        "create_time": started,
         "exit_code": exit_code,
         "description": describe_exit(exit_code),
         "program": argv[0] if argv else "",
-        "ended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "ended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017 (Python 3.8)
     }
     exit_dir.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")

@@ -291,6 +291,17 @@ def diagnose_file(
         sizes["head_bytes"] = head_bytes
     window = read_window(path, **sizes)
     age = max(time.time() - path.stat().st_mtime, 0.0)
-    diagnosis = Diagnoser(window, hints or DiagnosisHints(), library or load_library()).diagnose(age)
-    diagnosis.log_path = str(path)
+    return diagnose_window(window, str(path), age, hints, library)
+
+
+def diagnose_window(
+    window: LogWindow,
+    log_path: str,
+    age_seconds: float | None,
+    hints: DiagnosisHints | None = None,
+    library: SignatureLibrary | None = None,
+) -> Diagnosis:
+    """Diagnose a window already read (from a file here or on another host); ``age_seconds`` since its last write."""
+    diagnosis = Diagnoser(window, hints or DiagnosisHints(), library or load_library()).diagnose(age_seconds)
+    diagnosis.log_path = log_path
     return diagnosis

@@ -7,11 +7,11 @@ from typing import ClassVar, get_args
 from pydantic import Field
 
 from tools.base import Tool, ToolContext, ToolOutput
-from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
+from tools.logs.diagnose import Diagnosis, DiagnosisHints
 from tools.logs.library import DiagnosisClass
+from tools.logs.on_host import diagnose_on_host, readable_log
 from tools.logs.tail_tool import LogTarget
 from tools.processes import resolve_process
-from tools.readable import readable_file
 from tools.redact import redact_text
 
 
@@ -39,7 +39,7 @@ def hints_for(
     if engine in ("sglang", "vllm"):
         hints.engine = engine
     if record.state != "stopped":  # an exit the agent caused is not a failure
-        status = context.host.status(record.pid, record.create_time)
+        status = context.host_of(record).status(record.pid, record.create_time)
         hints.process_alive = status.alive
         hints.exit_code = None if status.alive else status.exit_code
     return hints
@@ -60,10 +60,10 @@ class DiagnoseLogTool(Tool[DiagnoseLogArgs, DiagnoseLogOutput]):
 
     def run(self, args: DiagnoseLogArgs, context: ToolContext) -> DiagnoseLogOutput:
         hints = hints_for(context, args.process, bool(args.path), args.stale_after_seconds)
-        shown = args.resolve(context)
-        with readable_file(shown, context) as path:
-            diagnosis = diagnose_file(path, hints)
-        diagnosis.log_path = str(shown)  # the name it was read by is the open descriptor's
+        host, shown = args.resolve(context)
+        with readable_log(host, shown, context) as path:
+            diagnosis = diagnose_on_host(host, path, hints)
+        diagnosis.log_path = shown  # not the name it was read by (an open descriptor's)
         if diagnosis.key_line is not None:
             diagnosis.key_line = redact_text(diagnosis.key_line)
         diagnosis.evidence = [redact_text(line) for line in diagnosis.evidence]

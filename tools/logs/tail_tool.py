@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field, model_validator
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from tools.logs.reader import compile_filter, last_frame, read_last_lines, read_since
+from tools.hosts.base import Host, LineFilter
+from tools.logs.on_host import readable_log, require_log
+from tools.logs.reader import compile_filter, last_frame
 from tools.processes import resolve_process
-from tools.readable import readable_file
 from tools.redact import redact_text
 
 
@@ -22,6 +22,9 @@ class LogTarget(ToolArgs):
         description="Name of a managed process (e.g. an engine); its log is "
         "used. Without path and process: the newest engine.",
     )
+    host: str | None = Field(
+        None, description="Host the path is on (default: the run's first host); a process's log is on its own host."
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> LogTarget:
@@ -29,15 +32,16 @@ class LogTarget(ToolArgs):
             raise ValueError("give either path or process, not both")
         return self
 
-    def resolve(self, context: ToolContext) -> Path:
-        """The log's path (it is read through :func:`tools.readable.readable_file`, which checks where it is)."""
+    def resolve(self, context: ToolContext) -> tuple[Host, str]:
+        """The host and the log's path there (it is read through :func:`tools.logs.on_host.readable_log`, which
+        checks where it is); ToolError when it does not exist."""
         if self.path:
-            path = Path(self.path).expanduser()
+            host, path = context.host_named(self.host), self.path
         else:
-            path = Path(resolve_process(context.state, self.process, kind=None if self.process else "engine").log_path)
-        if not path.is_file():
-            raise ToolError(f"log file {path} does not exist (yet)")
-        return path
+            record = resolve_process(context.state, self.process, kind=None if self.process else "engine")
+            host, path = context.host_of(record), record.log_path
+        require_log(host, path)
+        return host, path
 
 
 class TailLogArgs(LogTarget):
@@ -78,17 +82,17 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
     timeout_seconds: ClassVar[float] = 60.0
 
     def run(self, args: TailLogArgs, context: ToolContext) -> TailLogOutput:
-        shown = args.resolve(context)
-        with readable_file(shown, context) as path:
-            return self._read(args, shown, path)
+        host, shown = args.resolve(context)
+        with readable_log(host, shown, context) as path:
+            return self._read(args, host, shown, path)
 
-    def _read(self, args: TailLogArgs, shown: Path, path: Path) -> TailLogOutput:
+    def _read(self, args: TailLogArgs, host: Host, shown: str, path: str) -> TailLogOutput:
         try:
             keep = compile_filter(args.filter, regex=args.regex)
         except re.error as error:
             raise ToolError(f"filter is not a valid regular expression ({error}); fix it or pass regex=false") from None
         if args.since_offset is not None:
-            chunk = read_since(path, args.since_offset, max_bytes=args.max_bytes)
+            chunk = host.read_since(path, args.since_offset, max_bytes=args.max_bytes)
             lines = [last_frame(line) for line in chunk.text.splitlines()]
             lines = [line for line in lines if keep is None or keep(line)][-args.lines :]
             return TailLogOutput(
@@ -100,11 +104,11 @@ class TailLogTool(Tool[TailLogArgs, TailLogOutput]):
                 more_available=chunk.more_available,
                 restarted=chunk.restarted,
             )
-        tail = read_last_lines(
+        tail = host.read_last_lines(
             path,
             args.lines,
             max_bytes=args.max_bytes,
-            keep=None if keep is None else lambda line: keep(last_frame(line)),
+            line_filter=LineFilter(pattern=args.filter, regex=args.regex) if args.filter else None,
         )
         return TailLogOutput(
             log_path=str(shown),

@@ -2,32 +2,33 @@
 
 An edit is either an exact search/replace (the search text must occur exactly once) or a unified
 diff for one file. The original bytes are kept under ``<state>/patches/<id>/`` and the diff is
-recorded in ``state.patches``; ``revert_patch`` puts the original back. Writes go through
-:mod:`tools.patch.write_guard`, so they stay inside the allowed roots and never follow a symbolic link.
+recorded in ``state.patches``; ``revert_patch`` puts the original back. Reads and writes go through the
+host (``Host.read_confined`` / ``write_confined``), which applies :mod:`tools.patch.write_guard` where the
+file lives, so they stay inside the allowed roots and never follow a symbolic link, on a remote host too.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import stat
 from pathlib import Path
 
 from pydantic import Field, model_validator
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from tools.off_limits import off_limits_reason
+from tools.hosts.base import ConfinedFile, Host
+from tools.off_limits import off_limits_reason, secret_paths
 from tools.patch.unified_diff import DiffError, apply_diff, make_diff
-from tools.patch.write_guard import ConfinedPath, WriteRefused, confine, read_bytes, write_bytes_atomic
+from tools.patch.write_guard import WriteRefused
 from tools.private_files import private_directory, write_private
 from tools.records import PatchRecord
 from tools.redact import redact_text
 
 SITE_PACKAGES_PROBE = (
-    "import json, sysconfig; paths = sysconfig.get_paths(); "
-    "print(json.dumps(sorted({paths['purelib'], paths['platlib']})))"
+    "import json, os, sysconfig; paths = sysconfig.get_paths(); "
+    "print(json.dumps(sorted(p for p in {paths['purelib'], paths['platlib']} if os.path.isdir(p))))"
 )
-_SITE_PACKAGES: dict[tuple[str, str], list[Path]] = {}
+_SITE_PACKAGES: dict[tuple[str, str], list[str]] = {}
 
 
 class PatchFileArgs(ToolArgs):
@@ -36,6 +37,7 @@ class PatchFileArgs(ToolArgs):
     replace: str | None = Field(default=None, description="Replacement for `search`.")
     diff: str | None = Field(default=None, description="A unified diff for this one file, instead of search/replace.")
     reason: str = Field(default="", description="Why this edit is made (kept with the patch record).")
+    host: str | None = Field(default=None, description="Host the file is on (default: the run's first host).")
 
     @model_validator(mode="after")
     def _one_kind_of_edit(self) -> PatchFileArgs:
@@ -80,42 +82,55 @@ def _count_occurrences(text: str, needle: str) -> int:
     return count
 
 
-def engine_site_packages(context: ToolContext) -> list[Path]:
-    """The engine environment's installed-packages directories (patching an engine's model file is a
+def engine_site_packages(context: ToolContext, host: Host) -> list[str]:
+    """The engine environment's installed-packages directories on the host (patching an engine's model file is a
     real need), asked from its interpreter once per host and interpreter; empty if it cannot say."""
-    key = (context.host.name, context.settings.engine_python)
+    key = (host.name, context.settings.engine_python)
     if key not in _SITE_PACKAGES:
-        result = context.host.run([context.settings.engine_python, "-c", SITE_PACKAGES_PROBE], timeout=30)
+        result = host.run([context.settings.engine_python, "-c", SITE_PACKAGES_PROBE], timeout=30)
         try:
             found = json.loads(result.stdout.strip().splitlines()[-1]) if result.exit_code == 0 else None
         except (ValueError, IndexError):
             found = None
         if not isinstance(found, list):
             return []
-        _SITE_PACKAGES[key] = [Path(item) for item in found if isinstance(item, str) and Path(item).is_dir()]
+        _SITE_PACKAGES[key] = [item for item in found if isinstance(item, str)]
     return _SITE_PACKAGES[key]
 
 
-def _confine(raw_path: str, context: ToolContext) -> ConfinedPath:
-    """Confine to the configured roots (the working directory first) plus the engine's site-packages, never
-    to the agent's own records, code or configuration (:mod:`tools.off_limits`)."""
-    target = _within_roots(raw_path, context)
-    if reason := off_limits_reason(target.path, context):
+def _off_limits(file: ConfinedFile, context: ToolContext, host: Host) -> str | None:
+    """Why the agent may not change this file: its own records, code or configuration, or credentials (on a
+    remote host: the user's credentials there)."""
+    path = Path(file.path)
+    if host.shares_agent_files:
+        return off_limits_reason(path, context)
+    for place in secret_paths(Path(host.home())):
+        if path == place or place in path.parents:
+            return f"{path} is in the user's credentials on {host.name} ({place}), which no tool may change"
+    return None
+
+
+def _read(raw_path: str, context: ToolContext, host: Host) -> tuple[ConfinedFile, list[str]]:
+    """Read through the guard, confined to the host's write roots (the working directory first), then also
+    the engine's site-packages, never the agent's own records, code or configuration (:mod:`tools.off_limits`);
+    returns the file and the roots that admitted it."""
+    file, roots = _within_roots(raw_path, context, host)
+    if reason := _off_limits(file, context, host):
         raise ToolError(f"refused {raw_path!r}: {reason}")
-    return target
+    return file, roots
 
 
-def _within_roots(raw_path: str, context: ToolContext) -> ConfinedPath:
-    roots = list(context.settings.allowed_write_roots)
+def _within_roots(raw_path: str, context: ToolContext, host: Host) -> tuple[ConfinedFile, list[str]]:
+    roots = [str(root) for root in host.write_roots(context.settings.allowed_write_roots)]
     try:
-        return confine(raw_path, roots)
+        return host.read_confined(raw_path, roots), roots
     except WriteRefused as error:
         first_refusal = error
-    extra = [root for root in engine_site_packages(context) if root not in roots]
+    extra = [root for root in engine_site_packages(context, host) if root not in roots]
     if not roots or not extra:
         raise ToolError(str(first_refusal)) from None
     try:
-        return confine(raw_path, roots + extra)
+        return host.read_confined(raw_path, roots + extra), roots + extra
     except WriteRefused as error:
         raise ToolError(str(error)) from None
 
@@ -150,14 +165,11 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
     timeout_seconds = 30.0
 
     def run(self, args: PatchFileArgs, context: ToolContext) -> PatchFileOutput:
-        target = _confine(args.path, context)
-        shown = str(target.path)
+        host = context.host_named(args.host)
+        original_file, roots = _read(args.path, context, host)
+        shown = original_file.path
         try:
-            original_bytes, info = read_bytes(target)
-        except WriteRefused as error:
-            raise ToolError(str(error)) from None
-        try:
-            original = original_bytes.decode("utf-8")
+            original = original_file.data.decode("utf-8")
         except UnicodeDecodeError:
             raise ToolError(f"{shown} is not UTF-8 text; patch_file edits text files only") from None
         edited = _edited_text(args, original, shown)
@@ -167,12 +179,12 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
         backup_dir = private_directory(context.state_dir / "patches" / patch_id)
         backup_path = backup_dir / Path(shown).name
         # The original's owner bits, never more: a private file stays private, and none is open to others.
-        write_private(backup_path, original_bytes, stat.S_IMODE(info.st_mode) & 0o700)
+        write_private(backup_path, original_file.data, original_file.mode & 0o700)
         diff = make_diff(original, edited, shown)
         write_private(backup_dir / "change.diff", redact_text(diff).encode("utf-8"))  # the backup stays exact
         edited_bytes = edited.encode("utf-8")
         try:
-            write_bytes_atomic(target, edited_bytes, expected=info)
+            host.write_confined(shown, roots, edited_bytes, expected=original_file)
         except WriteRefused as error:
             raise ToolError(str(error)) from None
         context.state.patches.append(
@@ -181,8 +193,9 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
                 path=shown,
                 backup_path=str(backup_path),
                 diff=diff,
+                host=host.name if host is not context.host else "",
                 reason=args.reason,
-                original_sha256=_sha256(original_bytes),
+                original_sha256=_sha256(original_file.data),
                 patched_sha256=_sha256(edited_bytes),
             )
         )
@@ -213,20 +226,20 @@ class RevertPatchTool(Tool[RevertPatchArgs, RevertPatchOutput]):
         ]
         if later:
             raise ToolError(f"{record.path} has later patches ({', '.join(later)}); revert them first")
-        target = _confine(record.path, context)
+        host = context.host_named(record.host or None)
         try:
-            current, info = read_bytes(target)
+            current, roots = _read(record.path, context, host)
             backup = Path(record.backup_path).read_bytes()
-        except (WriteRefused, OSError) as error:
+        except OSError as error:
             raise ToolError(f"cannot revert {record.id}: {error}") from None
         expected = getattr(record, "patched_sha256", None)
-        if expected and _sha256(current) != expected and not args.force:
+        if expected and _sha256(current.data) != expected and not args.force:
             raise ToolError(
                 f"{record.path} changed after {record.id} was applied; reverting would discard "
                 "those changes. Inspect it, or call again with force=true"
             )
         try:
-            write_bytes_atomic(target, backup, expected=info)
+            host.write_confined(record.path, roots, backup, expected=current)
         except WriteRefused as error:
             raise ToolError(str(error)) from None
         record.reverted = True

@@ -118,10 +118,10 @@ def read_bytes(target: ConfinedPath) -> tuple[bytes, os.stat_result]:
             os.close(descriptor)
 
 
-def write_bytes_atomic(target: ConfinedPath, data: bytes, expected: os.stat_result | None = None) -> None:
+def write_bytes_atomic(target: ConfinedPath, data: bytes, expected: tuple[int, int] | None = None) -> None:
     """Replace the file with ``data`` atomically (temp file + rename in the opened parent directory).
 
-    When ``expected`` is given, the file must still be the same inode as when it was read; a file
+    When ``expected`` (inode, device) is given, the file must still be the one that was read; a file
     swapped in the meantime (for a link or another file) aborts the write. The mode is kept.
     """
     name = target.parts[-1]
@@ -132,9 +132,7 @@ def write_bytes_atomic(target: ConfinedPath, data: bytes, expected: os.stat_resu
             current = None
         if current is not None and not stat.S_ISREG(current.st_mode):
             raise WriteRefused(f"refused {target.path}: it is no longer a regular file (replaced by a link?)")
-        if expected is not None and (
-            current is None or (current.st_ino, current.st_dev) != (expected.st_ino, expected.st_dev)
-        ):
+        if expected is not None and (current is None or (current.st_ino, current.st_dev) != expected):
             raise WriteRefused(f"refused {target.path}: the file was replaced while it was being patched")
         mode = stat.S_IMODE(current.st_mode) if current is not None else 0o644
         temporary = f".{name}.opsloop-{os.getpid()}.tmp"
