@@ -57,6 +57,13 @@ def resolve_process(state: ToolState, name: str | None, kind: str | None = None)
     return (live or candidates)[-1]
 
 
+def group_members(state: ToolState, leader: ProcessRecord) -> list[ProcessRecord]:
+    """The other live ranks of a multi-node engine whose rank-0 process is ``leader``."""
+    return [
+        record for record in state.processes if record.group == leader.name and record is not leader and is_live(record)
+    ]
+
+
 def _log_name(name: str, step: int) -> str:
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name) or "process"
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")

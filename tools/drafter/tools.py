@@ -46,7 +46,7 @@ class DrafterOutput(ToolOutput):
 
 def observe(record: ProcessRecord, context: ToolContext) -> DrafterProgress:
     """Refresh the record from the host, the status file and the log; note the outcome once."""
-    alive = refresh(record, context.host).alive
+    alive = refresh(record, context.host_of(record)).alive
     config = record.config
     regenerated = Path(config["output_dir"]) / "regenerated.jsonl" if config.get("regenerates") else None
     features = [Path(path) for path in (config.get("features_dir"), config.get("eval_features_dir")) if path]
@@ -143,7 +143,7 @@ class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
 
     def run(self, args: TrainDrafterArgs, context: ToolContext) -> DrafterOutput:
         for record in live_processes(context.state, kind=KIND):
-            if record.name == args.name and refresh(record, context.host).alive:
+            if record.name == args.name and refresh(record, context.host_of(record)).alive:
                 raise ToolError(
                     f"drafter run {args.name!r} is still running (pid {record.pid}); check it with "
                     "drafter_status or choose another name"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import ClassVar
 
 from pydantic import Field
@@ -11,9 +10,10 @@ from pydantic import Field
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
-from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
-from tools.logs.reader import last_frame, read_last_lines
-from tools.processes import DEFAULT_STOP_GRACE_SECONDS, resolve_process, stop_process
+from tools.logs.diagnose import Diagnosis, DiagnosisHints
+from tools.logs.on_host import diagnose_on_host
+from tools.logs.reader import last_frame
+from tools.processes import DEFAULT_STOP_GRACE_SECONDS, group_members, resolve_process, stop_process
 from tools.records import ProcessRecord
 from tools.redact import redact_text
 
@@ -53,8 +53,11 @@ class StopEngineTool(Tool[StopEngineArgs, StopEngineOutput]):
 
     def run(self, args: StopEngineArgs, context: ToolContext) -> StopEngineOutput:
         record = resolve_process(context.state, args.name, kind="engine")
-        outcome = stop_process(record, context.host, grace_seconds=args.grace_seconds)
+        outcome = stop_process(record, context.host_of(record), grace_seconds=args.grace_seconds)
         context.progress(f"{record.name}: {outcome.message}")
+        for rank in group_members(context.state, record):  # the other ranks of a multi-node engine
+            stopped = stop_process(rank, context.host_of(rank), grace_seconds=args.grace_seconds)
+            context.progress(f"{rank.name}: {stopped.message}")
         return StopEngineOutput(**outcome.model_dump())
 
 
@@ -100,7 +103,8 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
 
     def run(self, args: EngineStatusArgs, context: ToolContext) -> EngineStatusOutput:
         record = resolve_process(context.state, args.name, kind="engine")
-        status = context.host.status(record.pid, record.create_time)
+        host = context.host_of(record)
+        status = host.status(record.pid, record.create_time)
         output = EngineStatusOutput(
             name=record.name,
             pid=record.pid,
@@ -112,16 +116,17 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
             cpu_seconds=status.cpu_seconds,
             read_bytes=status.read_bytes,
             rss_bytes=status.rss_bytes,
-            gpu_memory_used_mib=context.host.gpu_memory_used_mib(),
+            gpu_memory_used_mib=host.gpu_memory_used_mib(),
         )
-        log = Path(record.log_path)
-        if args.tail_lines and log.is_file():
-            lines = read_last_lines(log, args.tail_lines).lines
+        log = record.log_path
+        has_log = host.file_facts(log) is not None
+        if args.tail_lines and has_log:
+            lines = host.read_last_lines(log, args.tail_lines, max_bytes=8 * 1024 * 1024).lines
             output.last_lines = [redact_text(last_frame(line)) for line in lines]
         serving = False
         config = _recorded_config(record)
         if status.alive and config is not None:
-            health = check_health(config)
+            health = check_health(host, config)
             output.health = health.describe()
             serving = health.ok
             if serving and record.state in ("starting", "loading", "hung", "unknown"):
@@ -131,14 +136,14 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
             record.exit_code = status.exit_code
         output.state = record.state
         output.exit_code = None if status.alive else status.exit_code
-        if not serving and log.is_file():
+        if not serving and has_log:
             hints = DiagnosisHints(
                 engine=config.engine if config else None,
                 process_alive=status.alive,
                 interconnect=context.state.environment.interconnect,
                 exit_code=None if record.state == "stopped" else output.exit_code,
             )
-            output.diagnosis = diagnose_file(log, hints)
+            output.diagnosis = diagnose_on_host(host, log, hints)
         return output
 
 

@@ -6,6 +6,7 @@ import httpx
 from pydantic import BaseModel
 
 from tools.engines.config import EngineLaunchConfig
+from tools.hosts.base import Host
 
 
 class HealthCheck(BaseModel):
@@ -19,19 +20,29 @@ class HealthCheck(BaseModel):
         return f"GET {self.url} -> {code}{f' ({self.detail})' if self.detail else ''}"
 
 
+def _url(address: str, port: int) -> str:
+    address = f"[{address}]" if ":" in address else address
+    return f"http://{address}:{port}"
+
+
 def base_url(config: EngineLaunchConfig) -> str:
-    host = config.probe_host
-    host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{config.effective_port}"
+    """The server's URL as seen on the host it runs on."""
+    return _url(config.probe_host, config.effective_port)
 
 
-def check_health(config: EngineLaunchConfig, timeout: float = 5.0) -> HealthCheck:
-    """200 from /health (or, where /health does not exist, from /v1/models) means ready.
+def agent_url(host: Host, config: EngineLaunchConfig) -> str:
+    """The server's URL as the agent reaches it: the host's own URL, or a local end of an SSH forward to it."""
+    return _url(*host.endpoint(config.probe_host, config.effective_port))
+
+
+def check_health(host: Host, config: EngineLaunchConfig, timeout: float = 5.0) -> HealthCheck:
+    """200 from /health (or, where /health does not exist, from /v1/models) means ready; asked from the agent
+    through ``host``'s endpoint for the server.
 
     SGLang answers 503 on /health until its warmup request has finished; vLLM answers 200 once the API
     server is up. Proxy variables are ignored: the engine is reached directly.
     """
-    root = base_url(config)
+    root = agent_url(host, config)
     with httpx.Client(timeout=timeout, trust_env=False) as client:
         for path in ("/health", "/v1/models"):
             url = root + path

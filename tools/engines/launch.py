@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from pydantic import Field
@@ -11,9 +10,10 @@ from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.engines.build import build_command, known_flags
 from tools.engines.command import EngineCommand, FlagError, FlagsUnknown, VersionChoice
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.health import base_url
+from tools.engines.health import agent_url, base_url
 from tools.engines.help_probe import read_help_flags
 from tools.engines.readiness import ReadinessReport, WaitSettings, wait_for_ready
+from tools.hosts.base import Host
 from tools.probe import engine_versions
 from tools.processes import live_processes, start_process
 
@@ -59,7 +59,8 @@ class LaunchEngineOutput(ToolOutput):
     dry_run: bool = False
     pid: int | None = None
     log_path: str | None = None
-    base_url: str
+    base_url: str = Field(description="Where the agent reaches the server (benchmarks, checks).")
+    host_base_url: str = Field("", description="The server's URL on its own host (for programs run there).")
     argv: list[str]
     env: dict[str, str]
     entry_point: str = ""
@@ -83,32 +84,31 @@ def _engine_version(args: LaunchEngineArgs, context: ToolContext) -> str | None:
     return found
 
 
-def _check_port_free(args: LaunchEngineArgs, context: ToolContext) -> None:
-    port = args.config.effective_port
+def check_port_free(config: EngineLaunchConfig, context: ToolContext, host: Host) -> None:
+    """ToolError when an engine of ours or another program already serves the port on ``host``."""
+    port = config.effective_port
     for record in live_processes(context.state, kind="engine"):
-        if record.port == port and context.host.status(record.pid, record.create_time).alive:
+        if (
+            record.port == port
+            and context.host_of(record) is host
+            and host.status(record.pid, record.create_time).alive
+        ):
             raise ToolError(
                 f"engine {record.name!r} (pid {record.pid}) already serves port {port}; "
                 "stop it with stop_engine or choose another port"
             )
-    # A server this agent did not start may hold the port; its /health would then pass for ours.
-    if _port_answers(args.config.probe_host, port):
+    # A server this agent did not start may hold the port; its /health would then pass for ours. Asked on the
+    # host itself: through an SSH forward every port would seem to answer.
+    if host.connect_error(config.probe_host, port, timeout=0.5) is None:
+        where = "" if host is context.host else f" on {host.name}"
         raise ToolError(
-            f"{PORT_IN_USE}: {args.config.probe_host}:{port} already accepts connections from a "
+            f"{PORT_IN_USE}: {config.probe_host}:{port}{where} already accepts connections from a "
             "process this agent did not start; launch on a free port, or find the owner "
             "(ss -ltnp) and ask before stopping it"
         )
 
 
 PORT_IN_USE = "port_in_use"
-
-
-def _port_answers(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
@@ -135,8 +135,12 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
 
     def run(self, args: LaunchEngineArgs, context: ToolContext) -> LaunchEngineOutput:
         config = args.config
+        if config.nnodes > 1 and not args.dry_run:
+            from tools.cluster.launch import launch_across_nodes  # the multi-node route (several hosts)
+
+            return launch_across_nodes(self, args, context)
         if not args.dry_run:
-            _check_port_free(args, context)
+            check_port_free(config, context, context.host)
         version = _engine_version(args, context)
         command = plan_command(args, context, version)
         if args.dry_run:
@@ -183,7 +187,8 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
             name=args.name,
             pid=record.pid,
             log_path=record.log_path,
-            base_url=base_url(config),
+            base_url=agent_url(context.host, config),
+            host_base_url=base_url(config),
             argv=record.argv,
             env=record.env,
             entry_point=command.entry_point,

@@ -15,7 +15,6 @@ Every outcome but ``ready`` carries the diagnosis of the log.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -25,9 +24,11 @@ from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
-from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_file
+from tools.hosts.base import Host
+from tools.logs.diagnose import Diagnosis, DiagnosisHints
 from tools.logs.library import SignatureLibrary, load_library
-from tools.logs.reader import last_frame, read_since
+from tools.logs.on_host import diagnose_on_host
+from tools.logs.reader import last_frame
 from tools.processes import refresh
 from tools.records import ProcessRecord
 
@@ -55,10 +56,12 @@ class ReadinessReport(BaseModel):
 
 
 class _LogFollower:
-    """New complete lines of the log, with ready lines and progress milestones picked out."""
+    """New complete lines of the log (on its host), with ready lines and progress milestones picked out."""
 
-    def __init__(self, path: Path, engine: str, library: SignatureLibrary, version: str | None = None) -> None:
-        self.path = path
+    def __init__(
+        self, host: Host, path: str, engine: str, library: SignatureLibrary, version: str | None = None
+    ) -> None:
+        self.host, self.path = host, path
         self.offset = 0
         # The release's own wording (from the release data) comes on top of the library's patterns.
         release_lines = release_milestones(engine, version)
@@ -71,9 +74,10 @@ class _LogFollower:
 
     def poll(self) -> tuple[int, list[str]]:
         """(new line count, new milestone messages)."""
-        if not self.path.exists():
+        try:
+            chunk = self.host.read_since(self.path, self.offset, max_bytes=256 * 1024)
+        except FileNotFoundError:
             return 0, []
-        chunk = read_since(self.path, self.offset)
         self.offset = chunk.new_offset
         lines = [last_frame(line) for line in chunk.text.splitlines() if line.strip()]
         milestones: list[str] = []
@@ -98,10 +102,10 @@ def wait_for_ready(
     record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext, settings: WaitSettings
 ) -> ReadinessReport:
     """Watch the engine until ready, dead, hung or out of time; keeps ``record.state`` current."""
-    host = context.host
+    host = context.host_of(record)
     started = time.monotonic()
     follower = _LogFollower(
-        Path(record.log_path), config.engine, load_library(), str(record.config.get("engine_version") or "") or None
+        host, record.log_path, config.engine, load_library(), str(record.config.get("engine_version") or "") or None
     )
     monitor = ActivityMonitor(settings.hang_after_seconds)
     report = ReadinessReport(outcome="timeout")
@@ -139,7 +143,7 @@ def wait_for_ready(
         now = time.monotonic()
         if follower.ready_line is not None or now - last_health >= settings.health_every_seconds:
             last_health = now
-            health = check_health(config)
+            health = check_health(host, config)
             report.health = health.describe()
             if health.ok:
                 read_log()  # what the engine printed while the check was under way
@@ -183,4 +187,4 @@ def _diagnosis(
         exit_code=exit_code,
         stale_after_seconds=stale_after_seconds,
     )
-    return diagnose_file(Path(record.log_path), hints)
+    return diagnose_on_host(context.host_of(record), record.log_path, hints)

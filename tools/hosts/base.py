@@ -145,6 +145,8 @@ class CallInterrupted(Exception):
 
 class Host(ABC):
     name: str = "host"
+    # The host sees the agent's own files (the local machine, the simulated host); False for a remote one.
+    shares_agent_files: bool = True
 
     @abstractmethod
     def run(

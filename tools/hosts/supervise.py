@@ -100,22 +100,26 @@ def _reap_orphans() -> None:
             pass
 
 
-def _write_record(exit_dir: Path, exit_code: int, argv: list[str]) -> None:
-    pid = os.getpid()
-    started = procfs.create_time(pid) or 0.0
-    path = exit_record_path(exit_dir, pid, started)
+def write_exit_record(exit_dir: Path, pid: int, create_time: float, exit_code: int, argv: list[str]) -> None:
+    """Write (atomically) how the supervisor with this identity ended."""
     record = {
         "pid": pid,
-        "create_time": started,
+        "create_time": create_time,
         "exit_code": exit_code,
         "description": describe_exit(exit_code),
         "program": argv[0] if argv else "",
         "ended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),  # noqa: UP017 (Python 3.8)
     }
     exit_dir.mkdir(parents=True, exist_ok=True)
+    path = exit_record_path(exit_dir, pid, create_time)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(record), encoding="utf-8")
     os.replace(temporary, path)
+
+
+def _write_record(exit_dir: Path, exit_code: int, argv: list[str]) -> None:
+    pid = os.getpid()
+    write_exit_record(exit_dir, pid, procfs.create_time(pid) or 0.0, exit_code, argv)
 
 
 def supervise(argv: list[str], exit_dir: Path, cwd: Path | None = None) -> int:

@@ -24,6 +24,17 @@ def require_log(host: Host, path: str) -> None:
         raise ToolError(f"log file {path}{where} does not exist (yet)")
 
 
+def may_read_on(host: Host, path: str, context: ToolContext) -> bool:
+    """Whether a file on a remote host may be read: (its real path there) the log of a process the agent started
+    on that host, inside the run's log directory there, or approved by a human."""
+    real = host.real_path(path)
+    places = [str(host.log_dir(context.logs_dir))]
+    places += [record.log_path for record in context.state.processes if context.host_of(record) is host]
+    if any(real == place or real.startswith(place.rstrip("/") + "/") for place in places):
+        return True
+    return context.state.take_approval(approval_line(Path(real)), consume=False) is not None
+
+
 @contextmanager
 def readable_log(host: Host, path: str, context: ToolContext) -> Iterator[str]:
     """The path to read the log by, once :mod:`tools.readable`'s rule allows it: on the agent's machine through
@@ -34,10 +45,7 @@ def readable_log(host: Host, path: str, context: ToolContext) -> Iterator[str]:
             yield str(opened)
         return
     real = host.real_path(path)
-    places = [str(host.log_dir(context.logs_dir))]
-    places += [record.log_path for record in context.state.processes if context.host_of(record) is host]
-    allowed = any(real == place or real.startswith(place.rstrip("/") + "/") for place in places)
-    if not allowed and context.state.take_approval(approval_line(Path(real)), consume=False) is None:
+    if not may_read_on(host, real, context):
         raise NeedsApproval(
             f"reading {real} on {host.name} needs approval: it is not the log of a process the agent started there",
             evidence=[approval_line(Path(real))],

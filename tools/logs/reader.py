@@ -79,7 +79,7 @@ def read_last_lines(
             for piece in pieces:
                 starts.append(offset)
                 offset += len(piece) + 1
-            for piece_start, raw in zip(reversed(starts), reversed(pieces), strict=True):
+            for piece_start, raw in zip(reversed(starts), reversed(pieces)):  # noqa: B905 (also runs on Python 3.8)
                 text = _decode(raw)
                 if keep is None or keep(text):
                     kept.append((piece_start, text))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tools.shell.parse import SUBSTITUTION, SimpleCommand, parse
@@ -38,6 +38,7 @@ SYSTEMCTL_POWER = {
 }
 KILL_SIGNAL_OPTIONS = {"-s", "-n", "--signal"}
 SIGNAL_OPTION = re.compile(r"-(\d+|(SIG)?[A-Z][A-Z0-9+-]{2,})")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass(frozen=True)
@@ -60,17 +61,27 @@ class GuardContext:
     cwd: Path
     owned_pids: set[int]
     match_processes: Callable[[list[str]], list[int] | None]
+    # Symbolic links are resolved, and variables expanded, as on the host the command runs on.
+    resolve: Callable[[str], str] = os.path.realpath
+    variables: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def expand(self, raw: str) -> str:
+        """``~`` and ``$NAME``/``${NAME}`` expanded with the host's home and variables (unknown ones kept)."""
+        text = raw.replace("${HOME}", str(self.home))
+        if text == "~" or text.startswith("~/"):
+            text = str(self.home) + text[1:]
+        return _VARIABLE.sub(lambda match: self.variables.get(match.group(1) or match.group(2), match.group(0)), text)
 
 
 def _protected(context: GuardContext) -> list[Path]:
-    return [Path("/"), Path(os.path.realpath(context.home)), Path(os.path.realpath(context.state_dir))]
+    return [Path("/"), Path(context.resolve(str(context.home))), Path(context.resolve(str(context.state_dir)))]
 
 
 def delete_target_problem(raw: str, context: GuardContext) -> str | None:
     """Why deleting ``raw`` recursively is dangerous, or None."""
     if SUBSTITUTION in raw:
         return f"the target {raw!r} comes from a command substitution"
-    expanded = os.path.expanduser(os.path.expandvars(raw.replace("${HOME}", str(context.home))))
+    expanded = context.expand(raw)
     if "$" in str(context.cwd) and not expanded.startswith("/"):
         return f"the target {raw!r} is relative to a directory that cannot be resolved here"
     if "$" in expanded:
@@ -79,7 +90,7 @@ def delete_target_problem(raw: str, context: GuardContext) -> str | None:
     if glob_at >= 0:  # a glob deletes the contents of the directory it starts in
         expanded = expanded[:glob_at].rsplit("/", 1)[0] or "/"
     path = Path(os.path.normpath(os.path.join(context.cwd, expanded)))
-    real = Path(os.path.realpath(path))
+    real = Path(context.resolve(str(path)))
     for candidate in {path, real}:
         if candidate == Path("/"):
             return f"{raw!r} is the root directory"
@@ -140,8 +151,8 @@ def _git_clean(command: SimpleCommand, context: GuardContext) -> list[str]:
     forced = "f" in flags or "--force" in command.argv
     if not forced or not ("x" in flags or "X" in flags):
         return []
-    state = Path(os.path.realpath(context.state_dir))
-    cwd = Path(os.path.realpath(context.cwd))
+    state = Path(context.resolve(str(context.state_dir)))
+    cwd = Path(context.resolve(str(context.cwd)))
     return [f"git clean -x here would delete the state directory {state}"] if cwd in state.parents else []
 
 
@@ -249,7 +260,7 @@ def judge(command_line: str, context: GuardContext) -> list[Danger]:
         name, reasons = command.name, []
         if name in ("cd", "pushd") and len(command.argv) > 1:
             # Later relative paths resolve against the new directory; an unknown one makes them unknown.
-            target = os.path.expanduser(os.path.expandvars(command.argv[1]))
+            target = context.expand(command.argv[1])
             unknown = "$" in target or SUBSTITUTION in target
             context = replace(context, cwd=Path("/$unknown") if unknown else Path(context.cwd, target))
         if name == "rm":

@@ -8,19 +8,29 @@ agent did not start) is called again with ``outside_sandbox`` saying what it nee
 a human, with the exact command and the guard's reading of it (:mod:`tools.shell.guard`, an explanation
 only). Where no sandbox can run, only read-only diagnostics run (:mod:`tools.shell.allowlist`); every
 other command asks. An approval is used once: the same command runs once, outside the sandbox.
+
+On a remote host (``host`` argument) there is no sandbox: bubblewrap confines processes on the agent's own
+machine. The remote host is treated as one where no sandbox can run, the same rule: read-only diagnostics
+from the allow-list run (files they read must be logs of processes the agent started there, or approved), and
+every other command is a question to a human, with the guard's reading of it made with that host's facts (its
+home, the run's directory there, symbolic links resolved there, the processes the agent started there). What
+runs, runs on the remote host through its helper, in a process group of its own that is killed whole on
+timeout and when the connection drops, with its output capped.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
 
 from tools.base import NeedsApproval, Tool, ToolArgs, ToolContext, ToolError, ToolOutput
-from tools.hosts.base import CommandResult
+from tools.hosts.base import CommandResult, Host
 from tools.hosts.sandbox import Confinement, SandboxUnavailable, sandbox_problem
+from tools.logs.on_host import may_read_on
 from tools.readable import may_read
 from tools.redact import redact_text
 from tools.shell.allowlist import allowlist_problem
@@ -44,6 +54,7 @@ class ShellArgs(ToolArgs):
     command: str = Field(min_length=1, description="A bash command line")
     timeout_seconds: float = Field(default=60.0, gt=0, le=4 * 3600, description="Killed (whole group) after this")
     cwd: str | None = Field(default=None, description="Working directory (default: the first writable root)")
+    host: str | None = Field(default=None, description="Host to run on (default: the run's first host)")
     outside_sandbox: str | None = Field(
         default=None,
         min_length=3,
@@ -69,7 +80,9 @@ def evidence_line(command: str) -> str:
     return f"command: {command}"
 
 
-def _working_directory(args: ShellArgs, context: ToolContext) -> Path:
+def _working_directory(args: ShellArgs, context: ToolContext, host: Host) -> Path:
+    if not host.shares_agent_files:  # a remote path: the host refuses to start in a missing directory
+        return Path(args.cwd or host.working_dir())
     roots = context.settings.allowed_write_roots
     cwd = Path(args.cwd).expanduser() if args.cwd else (roots[0] if roots else Path.cwd())
     if not cwd.is_dir():
@@ -77,11 +90,18 @@ def _working_directory(args: ShellArgs, context: ToolContext) -> Path:
     return cwd
 
 
-def _ask(args: ShellArgs, context: ToolContext, cwd: Path, why: str) -> NeedsApproval:
+def _ask(args: ShellArgs, context: ToolContext, cwd: Path, why: str, host: Host) -> NeedsApproval:
     """The question for a human: the exact command, what it needs, and what the guard reads in it."""
+    where = [] if host is context.host else [f"host: {host.name}"]
     return NeedsApproval(
         f"running this command outside the sandbox needs approval: {why}",
-        evidence=[evidence_line(args.command), f"needs: {why}", f"working directory: {cwd}", *explain(args, context)],
+        evidence=[
+            evidence_line(args.command),
+            *where,
+            f"needs: {why}",
+            f"working directory: {cwd}",
+            *explain(args, context, host),
+        ],
     )
 
 
@@ -102,39 +122,54 @@ class ShellTool(Tool[ShellArgs, ShellOutput]):
         return args.timeout_seconds + 30.0
 
     def run(self, args: ShellArgs, context: ToolContext) -> ShellOutput:
-        cwd = _working_directory(args, context)
-        argv = context.host.translate(_argv(args.command))
-        problem = sandbox_problem() if context.settings.shell_sandbox == "auto" else "the sandbox is turned off"
+        host = context.host_named(args.host)
+        cwd = _working_directory(args, context, host)
+        argv = host.translate(_argv(args.command))
+        problem = _sandbox_problem(context, host)
         if args.outside_sandbox is None and problem is None:
             confinement = shell_confinement(context, args.timeout_seconds)
             try:
-                result = self._run(argv, args, cwd, context, confinement)
+                result = self._run(argv, args, cwd, host, confinement)
             except SandboxUnavailable as error:
                 raise ToolError(f"the sandbox did not start ({error}); the command was not run") from None
             return _output(args, result, "sandbox", _hint(result))
         if args.outside_sandbox is None:
             assert problem is not None
-            refusal = allowlist_problem(args.command, cwd, lambda path: may_read(path, context))
+            refusal = allowlist_problem(args.command, cwd, _readable(context, host))
             if refusal is None:
-                return _output(args, self._run(argv, args, cwd, context), "read-only allow-list (no sandbox)")
+                return _output(args, self._run(argv, args, cwd, host), "read-only allow-list (no sandbox)")
             why = f"no sandbox here ({problem}), and {refusal}"
         else:
             why = args.outside_sandbox
         approval = context.state.take_approval(evidence_line(args.command))
         if approval is None:
-            raise _ask(args, context, cwd, why)
+            raise _ask(args, context, cwd, why, host)
         context.checkpoint()  # the approval is used up before the command runs
-        output = _output(args, self._run(argv, args, cwd, context), f"none: approved by {approval}")
+        output = _output(args, self._run(argv, args, cwd, host), f"none: approved by {approval}")
         output.approved_by_question = approval
         return output
 
     @staticmethod
     def _run(
-        argv: list[str], args: ShellArgs, cwd: Path, context: ToolContext, confinement: Confinement | None = None
+        argv: list[str], args: ShellArgs, cwd: Path, host: Host, confinement: Confinement | None = None
     ) -> CommandResult:
-        return context.host.run(
+        return host.run(
             argv, timeout=args.timeout_seconds, cwd=cwd, output_cap_bytes=OUTPUT_CAP_BYTES, confinement=confinement
         )
+
+
+def _sandbox_problem(context: ToolContext, host: Host) -> str | None:
+    """Why no sandbox confines the command, or None."""
+    if not host.shares_agent_files:
+        return f"the sandbox confines commands on the agent's machine, not on {host.name}"
+    return sandbox_problem() if context.settings.shell_sandbox == "auto" else "the sandbox is turned off"
+
+
+def _readable(context: ToolContext, host: Host) -> Callable[[Path], bool]:
+    """Which files the allow-listed readers may read: checked where the files are."""
+    if host.shares_agent_files:
+        return lambda path: may_read(path, context)
+    return lambda path: may_read_on(host, str(path), context)
 
 
 def _argv(command: str) -> list[str]:
