@@ -143,7 +143,7 @@ def environment_layer(environ: Mapping[str, str]) -> dict[str, Any]:
         value = environ.get(name)
         if value is None or value == "":
             continue
-        parsed: Any = _split_list(value) if path == ("notify", "channels") else value
+        parsed: Any = _split_list(value) if path in (("notify", "channels"), ("hosts",)) else value
         layer = merge(layer, nested(path, parsed))
     return layer
 

@@ -24,6 +24,7 @@ from agent.state import PendingStep, ProjectState, Question
 from agent.store import StateStore, StateWriteError
 from agent.stuck import StuckDetector
 from tools.base import APPROVAL_WORD, NeedsApproval, ToolContext, ToolRegistry, ToolResult
+from tools.processes import adopt_unrecorded
 
 ExitEvent = Literal["done", "blocked", "limit", "failed"]
 ExitHandler = Callable[[ExitEvent, Question | None], None]
@@ -152,7 +153,12 @@ class Agent:
                 "was asked, and the answer comes with the next decision",
             )
         self.progress(f"  -> {'ok' if result.ok else 'error: ' + (result.error or '')[:160]}")
-        pending.results[call.id] = Observation(call_id=call.id, tool=call.tool, arguments=call.arguments, result=result)
+        if result.interrupted:  # a dropped connection: what it started may be running unrecorded
+            for note in adopt_unrecorded(self.state, self.context.all_hosts()):
+                self.progress(f"  {note}")
+        pending.results[call.id] = Observation(
+            call_id=call.id, tool=call.tool, arguments=call.arguments, result=result, interrupted=result.interrupted
+        )
         self.store.save(self.state)
         self.store.journal.record(
             "result", step=pending.step, call_id=call.id, tool=call.tool, result=result.model_dump(mode="json")

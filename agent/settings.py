@@ -17,6 +17,7 @@ from agent.limits import Limits
 from agent.policies.llm.settings import LlmSettings
 from agent.policies.runbook.settings import RunbookSettings
 from tools.base import ToolSettings
+from tools.hosts.ssh.settings import HostSettings, SshSettings
 
 PolicyName = Literal["runbook", "scripted", "llm"]
 
@@ -86,6 +87,10 @@ class AgentConfig(Section):
     runbook: RunbookSettings | None = None
     """The runbook's benchmark sizes and patience. Unset: its defaults, or short benchmarks on the
     simulated host (whose engines stream in real time)."""
+    hosts: list[HostSettings] = Field(default_factory=list)
+    """Machines to operate over SSH, node 0 first (``--host``). Empty: the machine the agent runs on."""
+    ssh: SshSettings = Field(default_factory=SshSettings)
+    """The SSH client: configuration file, control sockets, connect timeout."""
 
 
 # Environment variables of the configuration and the setting each one sets.
@@ -109,4 +114,7 @@ ENVIRONMENT_VARIABLES: dict[str, tuple[str, ...]] = {
     "OPSLOOP_LLM_PROVIDER": ("llm", "provider"),
     "OPSLOOP_LLM_MODEL": ("llm", "model"),
     "OPSLOOP_LLM_BASE_URL": ("llm", "base_url"),
+    "OPSLOOP_HOSTS": ("hosts",),
+    "OPSLOOP_SSH_CONFIG": ("ssh", "config"),
+    "OPSLOOP_SSH_CONTROL_DIR": ("ssh", "control_dir"),
 }

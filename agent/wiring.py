@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.events import UsageError
+from agent.host_set import build_hosts, close_hosts
 from agent.lock import StateDirectoryLock
 from agent.loop import Agent, ExitHandler
 from agent.policies.base import Policy
@@ -26,24 +27,11 @@ from agent.stuck import StuckDetector
 from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult, ToolSettings
 from tools.catalog import default_registry
 from tools.hosts.base import Host
+from tools.hosts.ssh.settings import HostSettings, SshSettings
+from tools.mappings import merge
 from tools.processes import reconcile_processes
 
 Progress = Callable[[str], None]
-
-
-def build_host(state: ProjectState, state_dir: Path) -> Host:
-    """The simulated host when the run was started with ``--sim``, else the local machine."""
-    scenario = state.run.simulated_scenario
-    if scenario:
-        from tools.hosts.sim.host import SimHost
-
-        try:
-            return SimHost.from_scenario(scenario, state_dir)
-        except (OSError, ValueError) as error:
-            raise UsageError(f"cannot load simulation scenario {scenario!r}: {error}") from None
-    from tools.hosts.local import LocalHost
-
-    return LocalHost()
 
 
 def own_code() -> list[Path]:
@@ -104,10 +92,30 @@ def build_policy(name: str, config: AgentConfig, progress: Progress, *, simulate
     raise UsageError(f"unknown policy {name!r}; choose runbook, scripted or llm")
 
 
-def reconcile(state: ProjectState, host: Host, progress: Progress) -> None:
+def reconcile(state: ProjectState, hosts: list[Host], progress: Progress) -> None:
     """On resume: re-adopt processes whose (pid, create_time) still match, mark the rest exited."""
-    for note in reconcile_processes(state, host):
+    for note in reconcile_processes(state, hosts):
         progress(note)
+
+
+def tool_context(
+    state: ProjectState,
+    state_dir: Path,
+    hosts: list[Host],
+    config: AgentConfig,
+    checkpoint: Callable[[], None],
+    progress: Progress,
+) -> ToolContext:
+    """What every tool call sees: the state, the hosts (the first is the default), and the settings."""
+    return ToolContext(
+        state=state,
+        state_dir=state_dir,
+        host=hosts[0],
+        hosts={host.name: host for host in hosts},
+        settings=build_tool_settings(config, hosts[0].time_scale, _config_file(state)),
+        checkpoint=checkpoint,
+        progress=progress,
+    )
 
 
 def build_agent(
@@ -117,21 +125,14 @@ def build_agent(
     progress: Progress,
     on_exit: ExitHandler,
     registry: ToolRegistry | None = None,
-    host: Host | None = None,
+    hosts: list[Host] | None = None,
 ) -> Agent:
     """Everything a run needs, from the state (which records the policy and host) and the config."""
-    host = host or build_host(state, store.state_dir)
+    hosts = hosts or build_hosts(state, store.state_dir, config)
     policy = build_policy(
         state.run.policy or "runbook", config, progress, simulated=state.run.simulated_scenario is not None
     )
-    context = ToolContext(
-        state=state,
-        state_dir=store.state_dir,
-        host=host,
-        settings=build_tool_settings(config, host.time_scale, _config_file(state)),
-        checkpoint=lambda: store.save(state),
-        progress=progress,
-    )
+    context = tool_context(state, store.state_dir, hosts, config, lambda: store.save(state), progress)
     stuck = StuckDetector(repeat_limit=config.stuck.repeat_limit, idle_limit=config.stuck.idle_limit)
     return Agent(
         policy, registry or default_registry(), context, store, on_exit=on_exit, progress=progress, stuck=stuck
@@ -179,19 +180,26 @@ def tool_session(
             progress(f"no state in {state_dir}; creating one for {goal}")
         if sim is not None:
             state.run.simulated_scenario = sim
-        host = build_host(state, state_dir)
-        context = ToolContext(
-            state=state,
-            state_dir=state_dir,
-            host=host,
-            progress=progress,
-            settings=build_tool_settings(config, host.time_scale),
-            checkpoint=lambda: store.save(state),
-        )
+        config = with_run_hosts(config, state)
+        hosts = build_hosts(state, state_dir, config)
+        context = tool_context(state, state_dir, hosts, config, lambda: store.save(state), progress)
         try:
             yield ToolSession(store, state, context)
         finally:
+            close_hosts(hosts)
             store.close()
+
+
+def with_run_hosts(config: AgentConfig, state: ProjectState) -> AgentConfig:
+    """The configuration with the run's own ``--host``/``--ssh-config`` when none were given now (a direct tool
+    call on a run's directory acts on that run's hosts)."""
+    given = state.run.config_overrides
+    if config.hosts or not given.get("hosts"):
+        return config
+    update: dict[str, Any] = {"hosts": [HostSettings.model_validate(entry) for entry in given["hosts"]]}
+    if "ssh" in given:
+        update["ssh"] = SshSettings.model_validate(merge(config.ssh.model_dump(), given["ssh"]))
+    return config.model_copy(update=update)
 
 
 def _config_file(state: ProjectState) -> Path | None:

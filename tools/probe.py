@@ -223,13 +223,14 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
 
     def run(self, args: ProbeSystemArgs, context: ToolContext) -> ProbeSystemOutput:
         python = context.settings.engine_python  # one home: launches and benchmarks use the same one
-        disk_path = args.model_path or context.state.model.path or str(Path.cwd())
+        disk_path = args.model_path or context.state.model.path or str(context.host.working_dir())
         gpu = context.host.probe_gpus()
         facts, error = gather_facts(context.host, python, disk_path)
         notes: list[str] = []
         if error is not None:
             notes.append(f"engine environment: {error}; package versions unknown")
-            facts, _ = gather_facts(context.host, sys.executable, disk_path)  # system facts still matter
+            fallback = sys.executable if context.host.shares_agent_files else "python3"
+            facts, _ = gather_facts(context.host, fallback, disk_path)  # system facts still matter
             facts.pop("packages", None)
         environment = context.state.environment.model_copy(
             update={
@@ -251,6 +252,7 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
                 "specforge_dir": facts.get("specforge_dir"),
                 "specforge_draft_configs": facts.get("draft_configs") or [],
                 "specforge_datasets": facts.get("datasets") or [],
+                "hosts": [host.name for host in context.all_hosts()] if len(context.all_hosts()) > 1 else [],
             }
         )
         environment = _with_specforge(environment, context, facts.get("specforge_venv_python"), notes)

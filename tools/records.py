@@ -57,6 +57,39 @@ class ModelInfo(Document):
     role: str | None = None  # "target" or "drafter" (an EAGLE draft model), when found by a probe
 
 
+class NodeFacts(Document):
+    """One host of a multi-node run as check_nodes found it."""
+
+    host: str  # the host's name in the run
+    rank: int  # its node rank (the order the hosts were given in)
+    reachable: bool = False  # the agent reached it over SSH
+    error: str | None = None
+    gpus: int = 0
+    gpu_name: str | None = None
+    gpu_memory_mib: int = 0  # per GPU
+    interfaces: list[str] = Field(default_factory=list)  # "name address/prefix", in the order the system lists them
+    address: str | None = None  # its address on the network that connects the nodes
+    interface: str | None = None  # the interface holding that address: its NCCL_SOCKET_IFNAME
+    nccl_default_interface: str | None = None  # what NCCL would pick by itself
+    infiniband: bool = False  # an active InfiniBand/RoCE port
+    clock_offset_seconds: float | None = None  # its clock minus the agent's
+
+
+class ClusterFacts(Document):
+    """What check_nodes found about the run's hosts, and what a multi-node launch needs from it."""
+
+    checked_at: str = Field(default_factory=utc_now)
+    nodes: list[NodeFacts] = Field(default_factory=list)
+    init_address: str | None = None  # host:port on node 0 that every node reached (torch's rendezvous)
+    node_env: dict[str, dict[str, str]] = Field(default_factory=dict)  # host name -> NCCL settings for it
+    problems: list[str] = Field(default_factory=list)  # what stops a launch
+    warnings: list[str] = Field(default_factory=list)  # what a person should know
+
+    @property
+    def ready(self) -> bool:
+        return not self.problems and bool(self.nodes) and all(node.reachable for node in self.nodes)
+
+
 class Environment(Document):
     """Hardware and software found by probing the host."""
 
@@ -82,6 +115,8 @@ class Environment(Document):
     # SpecForge's own environment (the setting, else <checkout>/.venv/bin/python) and what it has installed.
     specforge_python: str | None = None
     specforge_packages: dict[str, str | None] = Field(default_factory=dict)
+    hosts: list[str] = Field(default_factory=list)  # every host of the run, node 0 first, when there are several
+    cluster: ClusterFacts | None = None  # check_nodes' findings for a multi-node run
 
 
 class Task(Document):

@@ -215,6 +215,34 @@ class TrainingSpec(Strict):
     prepare_seconds_per_sample: float = Field(default=0.5, ge=0)
 
 
+class ClusterSpec(Strict):
+    """Several identical nodes (each one the ``[host]``) on one cluster network, and what that network does.
+
+    The network itself is real: ``twin.cluster`` builds it (network namespaces, veth pairs, one sshd per node)
+    and the stand-ins rendezvous and exchange NCCL traffic over it with real sockets.
+    """
+
+    nodes: int = Field(default=1, ge=1, le=16)
+    # An interface every node lists before the cluster network (a management NIC) that reaches no other node;
+    # NCCL's own choice falls on it unless NCCL_SOCKET_IFNAME names the cluster interface.
+    decoy_interface: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9]{1,14}$")
+    # Nodes that node 0 cannot reach on the cluster network, nor they it (a firewall between them).
+    isolated_nodes: list[int] = Field(default_factory=list)
+    # Simulated seconds rank 0 waits for the other nodes at the init address (torch's store timeout), and a
+    # rank above 0 keeps trying to reach it.
+    rendezvous_timeout: float = Field(default=1800.0, gt=0)
+    connect_timeout: float = Field(default=600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _isolated_nodes_exist(self) -> ClusterSpec:
+        wrong = [node for node in self.isolated_nodes if not 1 <= node < self.nodes]
+        if wrong:
+            raise ValueError(
+                f"isolated_nodes {wrong} must be nodes 1..{self.nodes - 1} (node 0 holds the init address)"
+            )
+        return self
+
+
 class Scenario(Strict):
     format_version: int
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
@@ -230,6 +258,7 @@ class Scenario(Strict):
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     rules: list[Rule] = Field(default_factory=list)
     modifiers: list[Modifier] = Field(default_factory=list)
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
 
     @field_validator("format_version")
     @classmethod

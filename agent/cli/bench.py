@@ -18,9 +18,12 @@ from agent.cli.app import app
 from agent.cli.common import (
     EXIT_DONE,
     EXIT_FAILED,
+    HostOption,
     JsonOption,
+    SshConfigOption,
     StateDirOption,
     finish,
+    host_overrides,
     print_json,
     print_text,
     usage_errors,
@@ -46,7 +49,9 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-def _execute(arguments: dict[str, Any], state_dir: Path | None) -> tuple[ToolResult, BenchmarkRecord | None]:
+def _execute(
+    arguments: dict[str, Any], state_dir: Path | None, overrides: dict[str, Any]
+) -> tuple[ToolResult, BenchmarkRecord | None]:
     """Run the tool; returns the result and the stored benchmark record (None when it failed). Without a
     state directory, the run's state lives in a temporary one and is discarded."""
     with contextlib.ExitStack() as stack:
@@ -55,7 +60,8 @@ def _execute(arguments: dict[str, Any], state_dir: Path | None) -> tuple[ToolRes
             if state_dir is not None
             else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="opsloop-bench-")))
         )
-        with tool_session(directory, load_config(directory), goal="benchmarks", progress=print_progress) as session:
+        config = load_config(directory, overrides=overrides)
+        with tool_session(directory, config, goal="benchmarks", progress=print_progress) as session:
             result = session.execute(ToolRegistry([RunBenchTool()]), "run_bench", arguments)
             return result, session.state.benchmarks[-1] if result.ok else None
 
@@ -110,6 +116,8 @@ def bench(
     ] = True,
     json_output: JsonOption = False,
     state_dir: StateDirOption = None,
+    host: HostOption = None,
+    ssh_config: SshConfigOption = None,
 ) -> None:
     """Benchmark a server over concurrency levels: throughput, TTFT, ITL, TPOT, E2E, spec acceptance."""
     with usage_errors():
@@ -128,7 +136,9 @@ def bench(
             arguments["num_prompts"] = num_prompts
         if request_rate is not None:
             arguments["request_rate"] = request_rate
-        result, record = _execute(arguments, state_dir)
+        if host:
+            arguments["host"] = host[0]
+        result, record = _execute(arguments, state_dir, host_overrides(host, ssh_config))
         if not result.ok and (result.error or "").startswith("invalid arguments"):
             raise UsageError(result.error or "invalid arguments")
     if record is None:

@@ -90,6 +90,14 @@ def _locate(target: Path | None, state_dir: Path | None) -> tuple[Path, Path]:
     return directory, file
 
 
+def host_overrides(hosts: list[str] | None, ssh_config: Path | None) -> dict[str, Any]:
+    """The command-line layer for ``--host`` and ``--ssh-config`` (only what was given; paths made absolute)."""
+    overrides: dict[str, Any] = {"hosts": list(hosts)} if hosts else {}
+    if ssh_config is not None:
+        overrides["ssh"] = {"config": str(ssh_config.expanduser().absolute())}
+    return overrides
+
+
 def scenario_argument(sim: str | None) -> str | None:
     """``--sim``: a scenario file becomes its absolute path (the run may resume from elsewhere); a
     built-in scenario keeps its name."""
@@ -145,6 +153,17 @@ NotifyOption = Annotated[
 ]
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", help="Config file (TOML; default: agent.toml in the state directory).")
+]
+HostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--host",
+        help="A machine to operate over SSH (repeatable; node 0 first): ssh://[user@]host[:port] or a Host "
+        "alias from the SSH configuration.",
+    ),
+]
+SshConfigOption = Annotated[
+    Path | None, typer.Option("--ssh-config", help="SSH configuration file (default: $HOME/.ssh/config).")
 ]
 MaxStepsOption = Annotated[int | None, typer.Option("--max-steps", help="Step budget.")]
 MaxWallOption = Annotated[float | None, typer.Option("--max-wall-seconds", help="Wall-time budget (s).")]

@@ -10,14 +10,17 @@ import typer
 from agent.cli.app import app
 from agent.cli.common import (
     ConfigOption,
+    HostOption,
     JsonOption,
     MaxCostOption,
     MaxStepsOption,
     MaxWallOption,
     NotifyOption,
     SimOption,
+    SshConfigOption,
     StateDirOption,
     finish,
+    host_overrides,
     locate,
     progress,
     scenario_argument,
@@ -117,6 +120,8 @@ def run(
     policy: PolicyOption = None,
     script: ScriptOption = None,
     sim: SimOption = None,
+    host: HostOption = None,
+    ssh_config: SshConfigOption = None,
     engine_python: Annotated[str | None, typer.Option(help="Python of the engine environment.")] = None,
     notify: NotifyOption = None,
     config: ConfigOption = None,
@@ -160,6 +165,7 @@ def run(
         overrides = _overrides(
             policy, script, sim, engine_python, limit_overrides(max_steps, max_wall_seconds, max_cost_usd), llm
         )
+        overrides.update(host_overrides(host, ssh_config))
         config_file = config.absolute() if config is not None else None
         settings = load_config(directory, config_file, overrides=overrides)
         _check_run(settings, list(notify or []))

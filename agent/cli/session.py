@@ -13,13 +13,14 @@ import typer
 
 from agent.cli.common import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, print_json, print_text, progress
 from agent.escalation import answer_command, resume_command
+from agent.host_set import build_hosts
 from agent.loop import Agent, ExitEvent
 from agent.notify import Notifier
 from agent.render import render_report
 from agent.settings import AgentConfig
 from agent.state import ProjectState, Question
 from agent.store import StateStore, StateWriteError
-from agent.wiring import build_agent, build_host, describe_environment, reconcile
+from agent.wiring import build_agent, describe_environment, reconcile
 from tools.document import utc_now
 from tools.private_files import private_directory, write_private
 from tools.redact import redact_text
@@ -41,14 +42,14 @@ def prepare_agent(
     is written."""
     channels = [*config.notify.channels, *notify]
     notifier = Notifier(channels, config.notify, store.state_dir, progress)
-    host = build_host(state, store.state_dir)
+    hosts = build_hosts(state, store.state_dir, config)
     if resumed:
-        reconcile(state, host, progress)
+        reconcile(state, hosts, progress)
 
     def on_exit(event: ExitEvent, question: Question | None) -> None:
         notifier.notify(event, state, question)
 
-    return build_agent(state, store, config, progress, on_exit, host=host)
+    return build_agent(state, store, config, progress, on_exit, hosts=hosts)
 
 
 def run_session(agent: Agent, *, resumed: bool, json_output: bool) -> int:

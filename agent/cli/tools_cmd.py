@@ -19,10 +19,13 @@ from agent.cli.common import (
     EXIT_DONE,
     EXIT_FAILED,
     ConfigOption,
+    HostOption,
     JsonOption,
     SimOption,
+    SshConfigOption,
     StateDirOption,
     finish,
+    host_overrides,
     locate,
     print_json,
     progress,
@@ -65,6 +68,8 @@ def run_tool(
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
     state_dir: StateDirOption = None,
     sim: SimOption = None,
+    host: HostOption = None,
+    ssh_config: SshConfigOption = None,
     config: ConfigOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -76,7 +81,8 @@ def run_tool(
             raise UsageError(f"unknown tool {name!r}; valid tools: {', '.join(registry.names())}")
         arguments = _arguments(args)
         directory, _ = locate(None, state_dir)
-        settings = load_config(directory, config.absolute() if config is not None else None)
+        given = host_overrides(host, ssh_config)
+        settings = load_config(directory, config.absolute() if config is not None else None, overrides=given)
         check_scenario(scenario_argument(sim))
         with tool_session(
             directory, settings, goal=DIRECT_GOAL, sim=scenario_argument(sim), progress=progress

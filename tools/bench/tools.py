@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any, Literal
 
+import httpx
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
@@ -25,6 +26,11 @@ class RunBenchArgs(BenchParams):
     correctness_probe: bool = Field(default=True, description="Check answers are sane before the load")
     tokenizer: str | None = Field(default=None, description="Local tokenizer dir for the sglang backend")
     timeout_seconds: float = Field(default=3600.0, gt=0, le=6 * 3600, description="Limit for the whole sweep")
+    host: str | None = Field(
+        default=None,
+        description="base_url is as seen on this host (e.g. http://127.0.0.1:30000 on a GPU server reached over "
+        "SSH); the load still comes from the agent's machine, through a port forwarded to that host",
+    )
 
 
 class LevelSummary(BaseModel):
@@ -70,6 +76,7 @@ class LevelSummary(BaseModel):
 class RunBenchOutput(ToolOutput):
     benchmark_id: str
     client: str
+    measured_from: str = Field(default="", description="Where the load generator ran and what it reached")
     levels: list[LevelSummary]
     correctness: str | None = None
     warnings: list[str] = Field(default_factory=list)
@@ -123,6 +130,7 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
         return args.timeout_seconds + 120.0
 
     def run(self, args: RunBenchArgs, context: ToolContext) -> RunBenchOutput:
+        args, measured_from = _from_agent(args, context)
         verdict: CorrectnessVerdict | None = None
         if args.correctness_probe:
             context.progress("correctness probe")
@@ -159,10 +167,32 @@ class RunBenchTool(Tool[RunBenchArgs, RunBenchOutput]):
         return RunBenchOutput(
             benchmark_id=record.id,
             client=run.client,
+            measured_from=measured_from,
             levels=[LevelSummary.of(level) for level in run.levels],
             correctness=verdict.summary if verdict else None,
             warnings=warnings,
         )
+
+
+def _from_agent(args: RunBenchArgs, context: ToolContext) -> tuple[RunBenchArgs, str]:
+    """The arguments with base_url as the agent reaches it, and a sentence saying where the load comes from."""
+    if args.backend == "sglang":
+        host = context.host_named(args.host)
+        if not host.shares_agent_files:
+            raise ToolError("backend 'sglang' runs only on a local or simulated host; use backend 'opsloop'")
+        return args, f"sglang.bench_serving on {host.name}, against {args.base_url}"
+    if args.host is None:
+        return args, f"the agent's machine, against {args.base_url}"
+    host = context.host_named(args.host)
+    url = httpx.URL(args.base_url)
+    if url.host is None or (url.port is None and url.scheme not in ("http", "https")):
+        raise ToolError(f"base_url {args.base_url!r} needs a host and a port")
+    address, port = host.endpoint(url.host, url.port or (443 if url.scheme == "https" else 80))
+    reached = str(url.copy_with(host=address, port=port)).rstrip("/")
+    how = (
+        f"through a port forwarded to {url.host}:{url.port} on {host.name}" if reached != args.base_url else "directly"
+    )
+    return args.model_copy(update={"base_url": reached}), f"the agent's machine, {how} ({reached})"
 
 
 def _probe(

@@ -15,6 +15,7 @@ Every outcome but ``ready`` carries the diagnosis of the log.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -24,7 +25,7 @@ from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
-from tools.hosts.base import Host
+from tools.hosts.base import Host, ProcessStatus
 from tools.logs.diagnose import Diagnosis, DiagnosisHints
 from tools.logs.library import SignatureLibrary, load_library
 from tools.logs.on_host import diagnose_on_host
@@ -53,6 +54,22 @@ class ReadinessReport(BaseModel):
     exit_code: int | None = None
     diagnosis: Diagnosis | None = None
     log_offset: int = 0
+    # A multi-node launch: the rank whose exit ended the wait (its diagnosis is the one above).
+    failed_process: str | None = None
+
+
+class RankReport(BaseModel):
+    """One rank of a multi-node engine after the wait: where it ran, whether it lives, what its log says."""
+
+    node_rank: int
+    host: str
+    name: str
+    pid: int
+    alive: bool
+    exit_code: int | None = None
+    log_path: str
+    diagnosis_class: str | None = None
+    key_line: str | None = None
 
 
 class _LogFollower:
@@ -98,10 +115,23 @@ class _LogFollower:
         return len(lines), milestones
 
 
+def _dead_peer(peers: Sequence[ProcessRecord], context: ToolContext) -> tuple[ProcessRecord, ProcessStatus] | None:
+    for peer in peers:
+        status = refresh(peer, context.host_of(peer))
+        if not status.alive:
+            return peer, status
+    return None
+
+
 def wait_for_ready(
-    record: ProcessRecord, config: EngineLaunchConfig, context: ToolContext, settings: WaitSettings
+    record: ProcessRecord,
+    config: EngineLaunchConfig,
+    context: ToolContext,
+    settings: WaitSettings,
+    peers: Sequence[ProcessRecord] = (),
 ) -> ReadinessReport:
-    """Watch the engine until ready, dead, hung or out of time; keeps ``record.state`` current."""
+    """Watch the engine until ready, dead, hung or out of time; keeps ``record.state`` current. ``peers``: the
+    other ranks of a multi-node engine; one that exits ends the wait with its own log's diagnosis."""
     host = context.host_of(record)
     started = time.monotonic()
     follower = _LogFollower(
@@ -135,6 +165,15 @@ def wait_for_ready(
                 alive=False,
                 exit_code=status.exit_code,
                 stale_after_seconds=settings.hang_after_seconds,
+            )
+            break
+        dead = _dead_peer(peers, context)
+        if dead is not None:
+            peer, peer_status = dead
+            report.outcome, report.exit_code, report.failed_process = "exited", peer_status.exit_code, peer.name
+            stale = settings.hang_after_seconds
+            report.diagnosis = _diagnosis(
+                peer, config, context, alive=False, exit_code=peer_status.exit_code, stale_after_seconds=stale
             )
             break
         monitor.observe(

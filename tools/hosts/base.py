@@ -118,6 +118,15 @@ class ConfinedFile(BaseModel):
     mode: int = 0o600  # its permission bits
 
 
+class NetworkInterface(BaseModel):
+    """An interface as the host lists it (in that order), with its IPv4 addresses as ``address/prefix``."""
+
+    name: str
+    index: int = 0
+    up: bool | None = None
+    addresses: list[str] = Field(default_factory=list)
+
+
 class HostUnreachable(Exception):
     """The host cannot be reached (network, authentication, refused host key); nothing was done there.
 
@@ -259,3 +268,28 @@ class Host(ABC):
     def endpoint(self, address: str, port: int) -> tuple[str, int]:
         """Where the agent connects to reach ``address:port`` as this host sees it (a remote host forwards)."""
         return address, port
+
+    @abstractmethod
+    def interfaces(self) -> list[NetworkInterface]:
+        """The host's network interfaces in the order the system lists them."""
+
+    @abstractmethod
+    def route_to(self, address: str) -> tuple[str | None, str | None]:
+        """(interface, source address) this host uses to reach ``address``; (None, None) when it has no route."""
+
+    @abstractmethod
+    def infiniband_ports(self) -> list[dict[str, str]]:
+        """InfiniBand/RoCE ports: ``device``, ``port``, ``state`` (e.g. ``4: ACTIVE``), ``link_layer``."""
+
+    @abstractmethod
+    def clock(self) -> float:
+        """The host's wall clock (seconds since the epoch)."""
+
+    @abstractmethod
+    def listen(self, address: str, port: int, seconds: float) -> tuple[int | None, str | None]:
+        """Accept (and drop) TCP connections on ``address:port`` (0: any free port) for at most ``seconds``, so
+        other hosts can test that they reach this one; (port, None), or (None, the error)."""
+
+    @abstractmethod
+    def stop_listening(self, port: int) -> None:
+        """Close a listener opened by :meth:`listen` before its time is up."""

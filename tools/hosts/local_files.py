@@ -12,7 +12,8 @@ import stat
 import time
 from pathlib import Path
 
-from tools.hosts.base import ConfinedFile, FileFacts, LineFilter
+from tools.hosts.base import ConfinedFile, FileFacts, LineFilter, NetworkInterface
+from tools.hosts.remote import network
 from tools.logs.reader import SinceRead, TailRead, compile_filter, last_frame, read_last_lines, read_since
 from tools.logs.window import LogWindow, read_window
 from tools.patch.write_guard import confine, read_bytes, write_bytes_atomic
@@ -90,3 +91,23 @@ class LocalFiles:
 
     def connect_error(self, address: str, port: int, timeout: float = 1.0) -> str | None:
         return connect_error(address, port, timeout)
+
+    def interfaces(self) -> list[NetworkInterface]:
+        return [NetworkInterface.model_validate(item) for item in network.interfaces(None, {})]
+
+    def route_to(self, address: str) -> tuple[str | None, str | None]:
+        found = network.route(None, {"address": address})
+        return found["device"], found["source"]
+
+    def infiniband_ports(self) -> list[dict[str, str]]:
+        return network.infiniband(None, {})
+
+    def clock(self) -> float:
+        return time.time()
+
+    def listen(self, address: str, port: int, seconds: float) -> tuple[int | None, str | None]:
+        answer = network.listen(None, {"address": address, "port": port, "seconds": seconds})
+        return answer["port"], answer["error"]
+
+    def stop_listening(self, port: int) -> None:
+        network.stop_listening(None, {"port": port})

@@ -14,9 +14,11 @@ import argparse
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 
 from twin.clock import SimClock
+from twin.engine.cluster import node_role
 from twin.engine.flag_tables import parse_version
 from twin.engine.flags import HELP, help_text, parse_flags
 from twin.engine.http import HttpServer
@@ -123,12 +125,22 @@ def main(argv: list[str] | None = None) -> int:
             "tp_size": str(launch.tp_size),
         },
     )
-    startup = Startup(plan, scenario, SimClock(scenario.time_scale), log, ledger, env)
+    role = node_role(own.engine, parsed.values)
+    startup = Startup(plan, scenario, SimClock(scenario.time_scale), log, ledger, env, role)
     startup.before_server()
     if startup.failure is not None and startup.failure.phase == "serving":
         startup.fail()
+    if role is not None and role.rank > 0:
+        _follow_node_zero(startup)  # ranks above 0 serve no HTTP; they live as long as node 0 does
     asyncio.run(_serve(plan, scenario, startup, log, ledger))
     return 0
+
+
+def _follow_node_zero(startup: Startup) -> None:
+    """A rank above 0 after start-up: ready for node 0's requests; exits when node 0 goes away."""
+    startup.log.info("The node is ready and waits for requests from node 0.")
+    while True:
+        time.sleep(3600)
 
 
 if __name__ == "__main__":

@@ -238,6 +238,7 @@ VLLM_FLAGS: list[FlagSpec] = [
         "--all2all-backend",
         "--safetensors-load-strategy",
         "--override-generation-config",
+        "--master-addr",
     ),
     *_many(
         "int",
@@ -250,6 +251,9 @@ VLLM_FLAGS: list[FlagSpec] = [
         "--api-server-count",
         "--data-parallel-size-local",
         "--max-cudagraph-capture-size",
+        "--nnodes",
+        "--node-rank",
+        "--master-port",
     ),
     *_many("float", "--swap-space", "--cpu-offload-gb"),
     *_many(

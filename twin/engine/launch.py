@@ -171,6 +171,7 @@ def build_launch(
         chunked = values.get("--max-num-batched-tokens") or scenario.engine.default_chunked_prefill_size
         context = values.get("--max-model-len") or scenario.model.context_length
         metrics, interval, base_gpu = True, 0, 0
+    nodes = int(values.get("--nnodes") or 1)
     backend = explicit_backend or default_attention(engine, scenario, capability)
     cap = running or scenario.performance.max_running_requests
     if spec is not None and engine == "sglang" and running is None:
@@ -187,7 +188,7 @@ def build_launch(
         served_name=served,
         port=port,
         tp_size=tp,
-        gpus_needed=tp * pp * dp_replicas,
+        gpus_needed=max(tp * pp * dp_replicas // nodes, 1),  # per node: a multi-node launch splits its ranks
         base_gpu=base_gpu,
         attention_backend=backend,
         attention_defaulted=explicit_backend is None,

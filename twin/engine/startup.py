@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from twin.clock import SimClock
-from twin.engine.failure import INIT_MIB, Failure
+from twin.engine.cluster import ClusterLink, NodeRole
+from twin.engine.failure import INIT_MIB, Failure, crash
 from twin.engine.logs import EngineLog, progress_bar
 from twin.engine.plan import Plan
 from twin.engine.startup_text import SglangText, StartupText, VllmText
@@ -34,6 +35,7 @@ class Startup:
         log: EngineLog,
         ledger: GpuLedgerEntry,
         env: Mapping[str, str],
+        role: NodeRole | None = None,
     ) -> None:
         self.plan, self.scenario, self.clock, self.log, self.ledger, self.env = (
             plan,
@@ -58,6 +60,7 @@ class Startup:
                 self.failure.source,
             )
         self.used_mib = float(INIT_MIB)
+        self.role = role  # this node's place in a multi-node launch (None: one node)
 
     # -- mechanics --------------------------------------------------------------------------------------
 
@@ -105,10 +108,35 @@ class Startup:
 
     # -- phases -----------------------------------------------------------------------------------------
 
+    def _cluster_failed(self, lines: list[str], exit_code: int) -> None:
+        self.failure = crash(self.launch.engine, "init", lines, "cluster", exit_code=exit_code)
+        self.fail()
+
+    def _cluster_hung(self) -> None:
+        self.failure = Failure("hang", "init", [], source="cluster")
+        self.fail()
+
+    def _join_cluster(self) -> None:
+        assert self.role is not None
+        link = ClusterLink(
+            self.role,
+            self.scenario.cluster,
+            self.clock,
+            self.env,
+            self.log.write,
+            self._cluster_failed,
+            self._cluster_hung,
+        )
+        link.join()
+
     def _init(self) -> None:
-        ranks = range(self.launch.tp_size)
+        nodes, node = (self.role.nnodes, self.role.rank) if self.role else (1, 0)
+        local = max(self.launch.tp_size // nodes, 1)
+        ranks = range(node * local, (node + 1) * local)  # the ranks on this node
         for rank in ranks:
             self.text.init_begin(rank)
+        if self.role is not None:
+            self._join_cluster()
         all_reduce = self.launch.parsed.values.get("--disable-custom-all-reduce")
         if self.scenario.host.interconnect == "pcie" and self.launch.tp_size > 2 and not all_reduce:
             self.text.custom_all_reduce()

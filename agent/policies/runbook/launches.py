@@ -8,7 +8,7 @@ from agent.policies.runbook.progress import Attempt, RunbookProgress
 from agent.policies.runbook.remedies import applicable, apply_remedy
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
-from tools.engines.launch import LaunchEngineOutput
+from tools.engines.launch_io import LaunchEngineOutput
 from tools.logs.diagnose import Diagnosis
 
 # Classes no launch change of the runbook's own can fix: a person is asked, with the evidence.

@@ -24,7 +24,7 @@ from agent.state import ProjectState
 from tools.bench.correctness import CorrectnessVerdict
 from tools.bench.tools import CheckCorrectnessOutput, RunBenchOutput
 from tools.drafter.tools import DrafterOutput
-from tools.engines.launch import LaunchEngineOutput
+from tools.engines.launch_io import LaunchEngineOutput
 from tools.records import LIVE_STATES
 
 

@@ -24,11 +24,14 @@ def connect(state: object, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": f"{type(error).__name__}: {error.strerror or error}"}
 
 
-def _hold(listener: socket.socket, seconds: float) -> None:
+_LISTENERS: dict[int, threading.Event] = {}  # port -> set to close that listener early
+
+
+def _hold(listener: socket.socket, seconds: float, stop: threading.Event) -> None:
     deadline = time.monotonic() + seconds
     with listener:
-        while time.monotonic() < deadline:
-            listener.settimeout(max(deadline - time.monotonic(), 0.01))
+        while time.monotonic() < deadline and not stop.is_set():
+            listener.settimeout(min(max(deadline - time.monotonic(), 0.01), 0.2))
             try:
                 accepted, _ = listener.accept()
             except OSError:
@@ -47,8 +50,16 @@ def listen(state: object, args: dict[str, Any]) -> dict[str, Any]:
         listener.close()
         return {"error": f"{type(error).__name__}: {error.strerror or error}", "port": None}
     port = listener.getsockname()[1]
-    threading.Thread(target=_hold, args=(listener, float(args.get("seconds", 10.0))), daemon=True).start()
+    stop = _LISTENERS[port] = threading.Event()
+    threading.Thread(target=_hold, args=(listener, float(args.get("seconds", 10.0)), stop), daemon=True).start()
     return {"error": None, "port": port}
+
+
+def stop_listening(state: object, args: dict[str, Any]) -> None:
+    stop = _LISTENERS.pop(int(args["port"]), None)
+    if stop is not None:
+        stop.set()
+        time.sleep(0.3)  # the holder notices within 0.2 s and closes the socket
 
 
 def _ip_json(arguments: list[str]) -> Any:
@@ -110,6 +121,7 @@ def clock(state: object, args: dict[str, Any]) -> float:
 OPERATIONS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "connect": connect,
     "listen": listen,
+    "stop_listening": stop_listening,
     "interfaces": interfaces,
     "route": route,
     "infiniband": infiniband,

@@ -9,21 +9,16 @@ keep. Simulated time runs ``time_scale`` times faster than real time.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import twin
-from tools.hosts.base import CommandResult, GpuInfo, GpuLink, GpuProbe, SpawnedProcess
+from tools.hosts.base import CommandResult, GpuProbe, SpawnedProcess
 from tools.hosts.local import LocalHost
 from tools.hosts.sandbox import Confinement
+from tools.hosts.sim import facts
 from tools.hosts.sim.translate import Translator, is_stand_in
-from twin import hardware
 from twin.layout import SimLayout, materialize
-from twin.ledger import memory_in_use
 from twin.loader import load_scenario
 from twin.scenario import Scenario
-
-PROJECT_ROOT = Path(twin.__file__).resolve().parent.parent
 
 
 class SimHost(LocalHost):
@@ -67,14 +62,6 @@ class SimHost(LocalHost):
     def translate(self, argv: list[str]) -> list[str]:
         return self.translator.translate(list(argv))
 
-    def _environment(self, env: dict[str, str] | None, stand_in: bool) -> dict[str, str]:
-        """The simulated host's own variables, the caller's, and for stand-ins the path to this package."""
-        merged = {**self.layout.host_environment(self.scenario), **(env or {})}
-        if stand_in:
-            current = merged.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-            merged["PYTHONPATH"] = os.pathsep.join(part for part in (str(PROJECT_ROOT), current) if part)
-        return merged
-
     def run(
         self,
         argv: list[str],
@@ -87,7 +74,7 @@ class SimHost(LocalHost):
         confinement: Confinement | None = None,
     ) -> CommandResult:
         translated = self.translate(argv)
-        env = self._environment(env, is_stand_in(translated))
+        env = facts.environment(self.layout, self.scenario, env, is_stand_in(translated))
         result = super().run(
             translated,
             timeout=timeout,
@@ -102,33 +89,13 @@ class SimHost(LocalHost):
 
     def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:
         translated = self.translate(argv)
-        env = self._environment(env, is_stand_in(translated))
+        env = facts.environment(self.layout, self.scenario, env, is_stand_in(translated))
         return super().spawn(translated, env=env, log_path=log_path, cwd=cwd)
 
     # -- GPUs -------------------------------------------------------------------------------------------
 
     def gpu_memory_used_mib(self) -> list[int] | None:
-        if self.scenario.host.gpu_count == 0:
-            return None
-        idle = self.scenario.host.idle_gpu_memory_mib
-        used = memory_in_use(self.layout.root, self.scenario.host.gpu_count)
-        return [idle + value for value in used]
+        return facts.memory_used(self.scenario, self.layout.root)
 
     def probe_gpus(self) -> GpuProbe:
-        scenario = self.scenario
-        if scenario.host.gpu_count == 0:
-            return GpuProbe(
-                error="NVML: no NVIDIA GPU found (the simulated host has no GPUs)",
-                driver_version=scenario.host.driver_version,
-                cuda_version=scenario.host.cuda_version,
-            )
-        gpus = [GpuInfo(**vars(row)) for row in hardware.gpu_rows(scenario, self.gpu_memory_used_mib() or [])]
-        link, p2p = scenario.host.link(), scenario.host.p2p_supported
-        topology = [GpuLink(gpu_a=a, gpu_b=b, link=link, p2p_supported=p2p) for a, b in hardware.pairs(scenario)]
-        return GpuProbe(
-            gpus=gpus,
-            topology=topology,
-            interconnect=hardware.interconnect(scenario),
-            driver_version=scenario.host.driver_version,
-            cuda_version=scenario.host.cuda_version,
-        )
+        return facts.probe(self.scenario, self.layout.root)

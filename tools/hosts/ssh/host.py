@@ -36,6 +36,7 @@ from tools.hosts.base import (
     HostUnreachable,
     LineFilter,
     MarkedProcess,
+    NetworkInterface,
     ProcessStatus,
     SpawnedProcess,
 )
@@ -277,6 +278,26 @@ class SshHost(Host):
         answer = self.call("connect", {"address": address, "port": port, "timeout": timeout}, timeout=timeout + 30)
         error = answer.get("error")
         return None if error is None else str(error)
+
+    def interfaces(self) -> list[NetworkInterface]:
+        return [NetworkInterface.model_validate(item) for item in self.call("interfaces", {})]
+
+    def route_to(self, address: str) -> tuple[str | None, str | None]:
+        found = self.call("route", {"address": address})
+        return found["device"], found["source"]
+
+    def infiniband_ports(self) -> list[dict[str, str]]:
+        return list(self.call("infiniband", {}))
+
+    def clock(self) -> float:
+        return float(self.call("clock", {}))
+
+    def listen(self, address: str, port: int, seconds: float) -> tuple[int | None, str | None]:
+        answer = self.call("listen", {"address": address, "port": port, "seconds": seconds})
+        return answer["port"], answer["error"]
+
+    def stop_listening(self, port: int) -> None:
+        self.call("stop_listening", {"port": port})
 
     def endpoint(self, address: str, port: int) -> tuple[str, int]:
         """A local port forwarded over the shared connection to ``address:port`` as the host sees it (kept for
