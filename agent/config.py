@@ -89,10 +89,25 @@ def load_config(
     return validate(read_layers(state_dir, config_file, environ, overrides))
 
 
+def _described_hosts(layers: list[Layer], merged: dict[str, Any]) -> list[Any]:
+    """``--host NAME`` (a later layer's plain string) takes the settings of a ``[[hosts]]`` entry with that target
+    or name from an earlier layer, so a host can be described once in agent.toml and chosen on the command line."""
+    described: dict[str, Any] = {}
+    for layer in layers:
+        for entry in layer.values.get("hosts") or []:
+            if isinstance(entry, dict):
+                for key in ("target", "name"):
+                    if isinstance(entry.get(key), str):
+                        described.setdefault(entry[key], entry)
+    return [described.get(entry, entry) if isinstance(entry, str) else entry for entry in merged.get("hosts") or []]
+
+
 def validate(layers: list[Layer]) -> AgentConfig:
     merged: dict[str, Any] = {}
     for layer in layers:
         merged = merge(merged, layer.values)
+    if merged.get("hosts"):
+        merged["hosts"] = _described_hosts(layers, merged)
     try:
         config = AgentConfig.model_validate(merged)
     except ValidationError as error:

@@ -31,6 +31,7 @@ def _ssh_hosts(state: ProjectState, config: AgentConfig) -> list[Host]:
                 run_id=state.run_id,
                 working_dir=entry.working_dir,
                 write_roots=entry.write_roots,
+                remote_dir=entry.remote_dir,
                 connect_timeout=config.ssh.connect_timeout_seconds,
             )
         )
@@ -45,9 +46,8 @@ def build_hosts(state: ProjectState, state_dir: Path, config: AgentConfig) -> li
     scenario = state.run.simulated_scenario
     remote = _ssh_hosts(state, config) if config.hosts else []
     if scenario:
-        from tools.hosts.sim.node import SimulatedNode
-
         from tools.hosts.sim.host import SimHost
+        from tools.hosts.sim.node import SimulatedNode
 
         try:
             if remote:

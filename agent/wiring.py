@@ -51,19 +51,24 @@ def check_scenario(scenario: str | None) -> None:
             raise UsageError(f"cannot load simulation scenario {scenario!r}: {error}") from None
 
 
-def build_tool_settings(config: AgentConfig, time_scale: float = 1.0, config_file: Path | None = None) -> ToolSettings:
+def build_tool_settings(
+    config: AgentConfig, time_scale: float = 1.0, config_file: Path | None = None, remote: bool = False
+) -> ToolSettings:
     """The tools' effective settings: the working directory is always a write root, the agent's code and
-    configuration are off limits, and waiting thresholds follow the host's clock (see Host.time_scale)."""
+    configuration are off limits, and waiting thresholds follow the host's clock (see Host.time_scale). On a
+    remote host the engine interpreter, unless configured, is that host's ``python3`` (the agent's own
+    interpreter is a path on this machine)."""
     tools = config.tools
-    return tools.model_copy(
-        update={
-            "allowed_write_roots": [Path.cwd(), *(root.expanduser() for root in tools.allowed_write_roots)],
-            "protected_paths": [*own_code(), *tools.protected_paths],
-            "hidden_paths": [*([config_file] if config_file else []), *tools.hidden_paths],
-            "load_timeout_seconds": max(tools.load_timeout_seconds / time_scale, 30.0),
-            "hang_after_seconds": max(tools.hang_after_seconds / time_scale, 3.0),
-        }
-    )
+    update: dict[str, Any] = {
+        "allowed_write_roots": [Path.cwd(), *(root.expanduser() for root in tools.allowed_write_roots)],
+        "protected_paths": [*own_code(), *tools.protected_paths],
+        "hidden_paths": [*([config_file] if config_file else []), *tools.hidden_paths],
+        "load_timeout_seconds": max(tools.load_timeout_seconds / time_scale, 30.0),
+        "hang_after_seconds": max(tools.hang_after_seconds / time_scale, 3.0),
+    }
+    if remote and "engine_python" not in tools.model_fields_set:
+        update["engine_python"] = "python3"
+    return tools.model_copy(update=update)
 
 
 def build_policy(name: str, config: AgentConfig, progress: Progress, *, simulated: bool = False) -> Policy:
@@ -112,7 +117,9 @@ def tool_context(
         state_dir=state_dir,
         host=hosts[0],
         hosts={host.name: host for host in hosts},
-        settings=build_tool_settings(config, hosts[0].time_scale, _config_file(state)),
+        settings=build_tool_settings(
+            config, hosts[0].time_scale, _config_file(state), remote=not hosts[0].shares_agent_files
+        ),
         checkpoint=checkpoint,
         progress=progress,
     )
@@ -162,10 +169,18 @@ class ToolSession:
 
 @contextmanager
 def tool_session(
-    state_dir: Path, config: AgentConfig, *, goal: str, sim: str | None = None, progress: Progress = lambda line: None
+    state_dir: Path,
+    config: AgentConfig,
+    *,
+    goal: str,
+    sim: str | None = None,
+    progress: Progress = lambda line: None,
+    host_overrides: dict[str, Any] | None = None,
 ) -> Iterator[ToolSession]:
     """Hold the directory's lock (a running agent is never raced), load its state or start one for
-    ``goal`` (on the simulated host ``sim``, which must match the state's), and build the tool context."""
+    ``goal`` (on the simulated host ``sim``, which must match the state's), and build the tool context.
+    ``host_overrides`` (``--host``/``--ssh-config``) are kept in the state like ``sim``, so later calls on the
+    directory act on the same hosts."""
     state_dir.mkdir(parents=True, exist_ok=True)
     with StateDirectoryLock(state_dir):
         store = StateStore(state_dir)
@@ -180,6 +195,11 @@ def tool_session(
             progress(f"no state in {state_dir}; creating one for {goal}")
         if sim is not None:
             state.run.simulated_scenario = sim
+        given = dict(host_overrides or {})
+        recorded = state.run.config_overrides.get("hosts")
+        if given.get("hosts") and recorded and recorded != given["hosts"]:
+            raise UsageError(f"this state directory belongs to a run on hosts {recorded}, not {given['hosts']}")
+        state.run.config_overrides.update(given)
         config = with_run_hosts(config, state)
         hosts = build_hosts(state, state_dir, config)
         context = tool_context(state, state_dir, hosts, config, lambda: store.save(state), progress)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tools.base import AnyTool, ToolRegistry
 from tools.bench.tools import CheckCorrectnessTool, RunBenchTool
+from tools.cluster.preflight import CheckNodesTool
 from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
 from tools.engines.control import EngineStatusTool, StopEngineTool
 from tools.engines.launch import LaunchEngineTool
@@ -21,6 +22,7 @@ def default_tools() -> list[AnyTool]:
         UpdateStateTool(),
         WaitTool(),
         ProbeSystemTool(),
+        CheckNodesTool(),
         LaunchEngineTool(),
         StopEngineTool(),
         EngineStatusTool(),

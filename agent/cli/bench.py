@@ -61,7 +61,9 @@ def _execute(
             else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="opsloop-bench-")))
         )
         config = load_config(directory, overrides=overrides)
-        with tool_session(directory, config, goal="benchmarks", progress=print_progress) as session:
+        with tool_session(
+            directory, config, goal="benchmarks", progress=print_progress, host_overrides=overrides
+        ) as session:
             result = session.execute(ToolRegistry([RunBenchTool()]), "run_bench", arguments)
             return result, session.state.benchmarks[-1] if result.ok else None
 

@@ -85,7 +85,12 @@ def run_tool(
         settings = load_config(directory, config.absolute() if config is not None else None, overrides=given)
         check_scenario(scenario_argument(sim))
         with tool_session(
-            directory, settings, goal=DIRECT_GOAL, sim=scenario_argument(sim), progress=progress
+            directory,
+            settings,
+            goal=DIRECT_GOAL,
+            sim=scenario_argument(sim),
+            progress=progress,
+            host_overrides=given,
         ) as session:
             try:
                 result = session.execute(registry, name, arguments)

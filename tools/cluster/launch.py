@@ -71,12 +71,19 @@ def _start_ranks(
     return records, first
 
 
-def _rank_reports(records: list[ProcessRecord], config: EngineLaunchConfig, context: ToolContext) -> list[RankReport]:
+def _rank_reports(
+    records: list[ProcessRecord], config: EngineLaunchConfig, context: ToolContext, stale_after_seconds: float
+) -> list[RankReport]:
     reports = []
     for rank, record in enumerate(records):
         host = context.host_of(record)
         status = host.status(record.pid, record.create_time)
-        hints = DiagnosisHints(engine=config.engine, process_alive=status.alive, exit_code=status.exit_code)
+        hints = DiagnosisHints(
+            engine=config.engine,
+            process_alive=status.alive,
+            exit_code=None if status.alive else status.exit_code,
+            stale_after_seconds=stale_after_seconds,
+        )
         diagnosis = diagnose_on_host(host, record.log_path, hints) if host.file_facts(record.log_path) else None
         reports.append(
             RankReport(
@@ -115,11 +122,13 @@ def launch_across_nodes(
     nodes = _nodes(config, context)
     check_port_free(config, context, nodes[0])
     records, command = _start_ranks(args, context, nodes, version, plan)
+    settings = wait_settings(args, context)
     if args.wait:
-        readiness = wait_for_ready(records[0], config, context, wait_settings(args, context), peers=records[1:])
+        readiness = wait_for_ready(records[0], config, context, settings, peers=records[1:])
     else:
         readiness = ReadinessReport(outcome="not_waited")
-    ranks = _rank_reports(records, config, context) if readiness.outcome not in ("ready", "not_waited") else []
+    waited = readiness.outcome not in ("ready", "not_waited")
+    ranks = _rank_reports(records, config, context, settings.hang_after_seconds) if waited else []
     failing = _failing(readiness, ranks)
     if failing is not None:
         readiness.failed_process = failing.name

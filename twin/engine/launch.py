@@ -51,6 +51,7 @@ class LaunchConfig:
     decode_log_interval: int
     context_length: int
     speculative: SpecRequest | None
+    nnodes: int = 1  # a multi-node launch: gpus_needed is per node, the weights split over all of them
 
     def facts(self, env: Mapping[str, str]) -> LaunchFacts:
         flags = dict(self.parsed.values)
@@ -202,4 +203,5 @@ def build_launch(
         decode_log_interval=interval,
         context_length=context,
         speculative=spec,
+        nnodes=nodes,
     )

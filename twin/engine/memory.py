@@ -61,7 +61,7 @@ def plan_memory(launch: LaunchConfig, scenario: Scenario, gpus: list[int], other
     total = min(scenario.host.gpu_group(index).memory_mib for index in gpus)
     held = max(others_mib[index] for index in gpus) + scenario.host.idle_gpu_memory_mib
     available = total - held - INIT_MIB
-    split = max(1, launch.gpus_needed)
+    split = max(1, launch.gpus_needed * launch.nnodes)
     weights = model.size_mib / split
     draft = DRAFT_MIB if launch.speculative else 0
     graph = 0.0

@@ -46,16 +46,15 @@ def launch_config(progress: RunbookProgress, purpose: Purpose, settings: Runbook
 
 
 def launch(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> ToolCall:
-    return call(
-        state,
-        "launch_engine",
-        {
-            "config": launch_config(progress, progress.purpose, settings),
-            "name": progress.attempts[-1].process,
-            "poll_seconds": settings.launch_poll_seconds,
-            "health_every_seconds": settings.health_every_seconds,
-        },
-    )
+    arguments: dict[str, Any] = {
+        "config": launch_config(progress, progress.purpose, settings),
+        "name": progress.attempts[-1].process,
+        "poll_seconds": settings.launch_poll_seconds,
+        "health_every_seconds": settings.health_every_seconds,
+    }
+    if progress.node_env:
+        arguments["node_env"] = progress.node_env
+    return call(state, "launch_engine", arguments)
 
 
 def bench_arguments(progress: RunbookProgress, settings: RunbookSettings, single_stream: bool) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from agent.actions import Ask
 from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
 from agent.policies.runbook.progress import RunbookProgress
 from agent.state import ProjectState
+from tools.cluster.preflight import CheckNodesOutput
 from tools.engines.config import DEFAULT_PORTS
 
 
@@ -18,6 +19,45 @@ def _ask(progress: RunbookProgress, kind: str, question: str, evidence: list[str
         question_kind=kind,
         options=["retry after fixing it", "KEY=VALUE settings to apply", "stop here"],
     )
+
+
+def nodes_checked(progress: RunbookProgress, output: CheckNodesOutput) -> Ask | None:
+    """After check_nodes: plan across the nodes, or ask a person to fix what would make the launch hang."""
+    if output.ready:
+        progress.phase = "plan"
+        return None
+    cluster = output.cluster
+    return _ask(
+        progress,
+        "nodes",
+        "The nodes cannot run one engine together yet: "
+        + "; ".join(cluster.problems[:2])
+        + ". Can you fix this (network, firewall, SSH), or should I use fewer hosts?",
+        cluster.problems + cluster.warnings,
+        "a node is unreachable, or a firewall or routing problem between the nodes; only a person can change it",
+    )
+
+
+def _gpu_count(state: ProjectState) -> tuple[int, float]:
+    """GPUs and their total memory (GiB) across every node of the run."""
+    cluster = state.environment.cluster
+    if cluster is not None and len(cluster.nodes) > 1:
+        return sum(node.gpus for node in cluster.nodes), sum(
+            node.gpus * node.gpu_memory_mib for node in cluster.nodes
+        ) / 1024
+    gpus = state.environment.gpus
+    return len(gpus), sum(gpu.memory_total_mib for gpu in gpus) / 1024
+
+
+def _multi_node(state: ProjectState, progress: RunbookProgress) -> str:
+    """Spread the launch over the run's nodes (check_nodes chose the init address and NCCL settings)."""
+    cluster = state.environment.cluster
+    if cluster is None or len(cluster.nodes) < 2 or cluster.init_address is None:
+        return ""
+    progress.base_config.update({"nnodes": len(cluster.nodes), "dist_init_addr": cluster.init_address})
+    progress.node_env = dict(cluster.node_env)
+    interfaces = ", ".join(f"{node.host}: {node.interface}" for node in cluster.nodes)
+    return f" across {len(cluster.nodes)} nodes (init {cluster.init_address}; NCCL_SOCKET_IFNAME {interfaces})"
 
 
 def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
@@ -57,7 +97,7 @@ def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
             found or ["no model directories found by the probe"],
             "the model is not on this host",
         )
-    total_gib = sum(gpu.memory_total_mib for gpu in environment.gpus) / 1024
+    gpu_count, total_gib = _gpu_count(state)
     if target.size_gib and target.size_gib > 0.95 * total_gib:
         return _ask(
             progress,
@@ -65,7 +105,7 @@ def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
             f"{target.name} needs about {target.size_gib:.0f} GiB for weights "
             f"alone but the GPUs hold {total_gib:.0f} GiB in total. Use a smaller quantisation or "
             "more GPUs?",
-            [f"model size {target.size_gib} GiB", f"{len(environment.gpus)} GPUs"],
+            [f"model size {target.size_gib} GiB", f"{gpu_count} GPUs"],
             "the model does not fit on this host",
         )
     installed = {name for name, version in environment.packages.items() if version}
@@ -85,18 +125,19 @@ def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
         "engine": engine,
         "model_path": target.path,
         "served_model_name": target.name,
-        "tp_size": len(environment.gpus),
+        "tp_size": gpu_count,
         "port": DEFAULT_PORTS[engine],
         "trust_remote_code": True,
         "enable_metrics": True,
     }
+    across = _multi_node(state, progress)
     drafter = pick_drafter(target, environment.models) if goal.speculative else None
     progress.offshelf_drafter = drafter.path if drafter else None
     state.model = target.model_copy()
     _write_tasks(state, progress)
     state.add_finding(
-        f"plan: serve {target.name} with {engine} on {len(environment.gpus)} GPUs (TP "
-        f"{len(environment.gpus)})" + (f"; try drafter {drafter.name}" if drafter else "")
+        f"plan: serve {target.name} with {engine} on {gpu_count} GPUs (TP {gpu_count}){across}"
+        + (f"; try drafter {drafter.name}" if drafter else "")
     )
     progress.phase, progress.purpose = "launch", "baseline"
     return None

@@ -16,13 +16,14 @@ from agent.policies.runbook import calls, drafter
 from agent.policies.runbook.answers import apply_answer
 from agent.policies.runbook.choices import advance, compare_finding
 from agent.policies.runbook.launches import on_launch, on_launch_refused, record_attempt
-from agent.policies.runbook.planning import plan
+from agent.policies.runbook.planning import nodes_checked, plan
 from agent.policies.runbook.progress import Measurement, RunbookProgress
 from agent.policies.runbook.report import final_report
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
 from tools.bench.correctness import CorrectnessVerdict
 from tools.bench.tools import CheckCorrectnessOutput, RunBenchOutput
+from tools.cluster.preflight import CheckNodesOutput
 from tools.drafter.tools import DrafterOutput
 from tools.engines.launch_io import LaunchEngineOutput
 from tools.records import LIVE_STATES
@@ -59,7 +60,9 @@ class RunbookPolicy:
         progress.awaiting = None
         result = observation.result
         if observation.interrupted:
-            state.add_finding(f"{observation.tool} was interrupted by a restart; verifying and repeating it")
+            state.add_finding(
+                f"{observation.tool} was interrupted (a restart or a dropped connection); verifying and repeating it"
+            )
             return None
         if (
             not result.ok
@@ -75,7 +78,10 @@ class RunbookPolicy:
             return self._on_error(state, progress, observation.tool, result.error or "no result")
         output = result.output
         if observation.tool == "probe_system":
-            progress.phase = "plan" if progress.phase == "probe" else progress.phase  # else: re-probed to train
+            if progress.phase == "probe":  # else: re-probed to train
+                progress.phase = "nodes" if len(state.environment.hosts) > 1 else "plan"
+        elif observation.tool == "check_nodes":
+            return nodes_checked(progress, CheckNodesOutput.model_validate(output))
         elif observation.tool == "stop_engine" and progress.phase == "stop":
             progress.phase = progress.after_stop
         elif observation.tool == "launch_engine":
@@ -96,6 +102,8 @@ class RunbookPolicy:
         phase, settings = progress.phase, self.settings
         if phase == "probe":
             return calls.call(state, "probe_system", {})
+        if phase == "nodes":
+            return calls.call(state, "check_nodes", {})
         if phase == "plan":
             return plan(state, progress)
         if phase == "launch":

@@ -13,7 +13,18 @@ from pydantic import BaseModel, Field
 from agent.state import ProjectState
 
 Phase = Literal[
-    "probe", "plan", "launch", "verify", "bench", "advance", "stop", "train", "train_wait", "train_sleep", "finish"
+    "probe",
+    "nodes",
+    "plan",
+    "launch",
+    "verify",
+    "bench",
+    "advance",
+    "stop",
+    "train",
+    "train_wait",
+    "train_sleep",
+    "finish",
 ]
 # What the engine being brought up is for.
 Purpose = Literal["baseline", "offshelf", "trained", "training_target", "final"]
@@ -76,6 +87,7 @@ class RunbookProgress(BaseModel):
     after_stop: Phase = "launch"  # where to go once the engine is stopped
     chosen: Purpose | None = None  # the configuration kept at the end
     changes: list[str] = Field(default_factory=list)  # what was changed and why, for the report
+    node_env: dict[str, dict[str, str]] = Field(default_factory=dict)  # multi-node: each host's NCCL settings
 
     @classmethod
     def load(cls, state: ProjectState) -> RunbookProgress:

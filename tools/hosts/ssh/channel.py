@@ -83,6 +83,7 @@ class HelperChannel:
             while chunk := os.read(self._process.stderr.fileno(), 65536):
                 self._stderr.feed(chunk)
         finally:
+            self._process.stderr.close()
             self._stderr_done.set()
 
     def _read_answers(self) -> None:
@@ -103,7 +104,13 @@ class HelperChannel:
                     waiting.answer = message
                     waiting.done.set()
         finally:
+            self._process.stdout.close()
             self._shut()
+            with self._lock, contextlib.suppress(OSError):
+                if self._process.stdin is not None:
+                    self._process.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=10)  # the session has ended; collect ssh's exit status
 
     def _shut(self) -> None:
         self._closed.set()

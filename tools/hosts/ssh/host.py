@@ -6,7 +6,8 @@ request over the open session, so a tool call adds a round trip, not a new login
 
 Processes are started detached under the helper's supervisor, in their own session, so they outlive the SSH
 connection and the agent; their identity is (pid, create_time) read on the remote, and their exit codes land
-in ``~/.opsloop/exits`` there. Logs go to ``~/.opsloop/runs/<run>/logs`` on the remote and are read there.
+in ``~/.opsloop/exits`` there (``remote_dir``). Logs go to ``~/.opsloop/runs/<run>/logs`` on the remote and are
+read there.
 
 A dropped connection: operations that change nothing are repeated once on a new connection; one that may have
 changed something (a command, a start, a signal, a write) raises :class:`CallInterrupted`, so the call is
@@ -68,6 +69,7 @@ class SshHost(Host):
         run_id: str = "default",
         working_dir: str | None = None,
         write_roots: list[str] | None = None,
+        remote_dir: str | None = None,
         connect_timeout: float = 10.0,
     ) -> None:
         self.name = name or target.label
@@ -76,7 +78,7 @@ class SshHost(Host):
             target, ssh_config=ssh_config, control_dir=control_dir, connect_timeout=connect_timeout
         )
         self.python, self.run_id = python, run_id
-        self._working_dir, self._write_roots = working_dir, list(write_roots or [])
+        self._working_dir, self._write_roots, self._remote_dir = working_dir, list(write_roots or []), remote_dir
         self._lock = threading.Lock()
         self._channel: HelperChannel | None = None
         self._hello: dict[str, Any] = {}
@@ -167,11 +169,14 @@ class SshHost(Host):
     def home(self) -> str:
         return str(self.hello()["home"])
 
+    def _base_dir(self) -> str:
+        return self._remote_dir or f"{self.home()}/.opsloop"
+
     def _run_dir(self) -> str:
-        return f"{self.home()}/.opsloop/runs/{self.run_id}"
+        return f"{self._base_dir()}/runs/{self.run_id}"
 
     def _exit_dir(self) -> str:
-        return f"{self.home()}/.opsloop/exits"
+        return f"{self._base_dir()}/exits"
 
     def log_dir(self, agent_logs: Path) -> Path:
         return Path(f"{self._run_dir()}/logs")

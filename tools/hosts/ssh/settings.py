@@ -24,6 +24,9 @@ class HostSettings(BaseModel):
     """Where the shell starts and relative paths point on the host. Default: the remote home directory."""
     write_roots: list[str] = Field(default_factory=list)
     """Directories on the host patch_file may write in, besides the working directory."""
+    remote_dir: str | None = None
+    """Where the agent keeps its files on the host: logs of the processes it starts (``runs/<run>/logs``) and
+    their exit records (``exits``). Default: ``~/.opsloop`` there."""
 
     @model_validator(mode="before")
     @classmethod
