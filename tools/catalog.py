@@ -5,6 +5,7 @@ from __future__ import annotations
 from tools.base import AnyTool, ToolRegistry
 from tools.bench.tools import CheckCorrectnessTool, RunBenchTool
 from tools.cluster.preflight import CheckNodesTool
+from tools.deploy.tools import LaunchDeploymentTool, RenderDeploymentTool
 from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
 from tools.engines.control import EngineStatusTool, StopEngineTool
 from tools.engines.launch import LaunchEngineTool
@@ -35,6 +36,8 @@ def default_tools() -> list[AnyTool]:
         ShellTool(),
         TrainDrafterTool(),
         DrafterStatusTool(),
+        RenderDeploymentTool(),
+        LaunchDeploymentTool(),
     ]
 
 
