@@ -52,9 +52,16 @@ def build_hosts(state: ProjectState, state_dir: Path, config: AgentConfig) -> li
         try:
             if remote:
                 return [SimulatedNode.over(host, scenario, state_dir, index) for index, host in enumerate(remote)]
-            return [SimHost.from_scenario(scenario, state_dir)]
+            simulated = SimHost.from_scenario(scenario, state_dir)
         except (OSError, ValueError) as error:
             raise UsageError(f"cannot load simulation scenario {scenario!r}: {error}") from None
+        nodes = simulated.scenario.cluster.nodes
+        if nodes > 1:
+            raise UsageError(
+                f"scenario {scenario!r} has {nodes} nodes: give one --host per node (python -m twin.cluster up "
+                f"{scenario} DIR builds them as network namespaces with an sshd each)"
+            )
+        return [simulated]
     if remote:
         return remote
     from tools.hosts.local import LocalHost

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.state import ProjectState
-from benchmarks.common import emit, machine, note, ratio, summary_ms
+from benchmarks.common import emit, machine, note, percentile, ratio, summary_ms
 from benchmarks.log_files import write_log
 from tools.base import ToolContext, ToolSettings
 from tools.catalog import default_registry
@@ -46,7 +46,7 @@ REGISTRY = default_registry()
 
 
 def median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
+    return percentile(values, 0.5)
 
 
 def compare(there: list[float], here: list[float]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The digital twin: wall time and steps of the runbook policy on each built-in simulated scenario.
+"""The digital twin: wall time and steps of the runbook policy on each built-in simulated scenario of one host
+(the multi-node ones need their nodes built as network namespaces: ``tests/test_multinode.py``).
 
 Each scenario runs through the real CLI, as a person would start it (``agent run --goal G --sim NAME
 --state-dir DIR --policy runbook``), in a fresh state directory. A run ends done (exit 0) or blocked
@@ -25,7 +26,7 @@ from typing import Any
 import psutil
 
 from benchmarks.common import REPO_ROOT, child_environment, emit, machine, note
-from twin.loader import builtin_names
+from twin.loader import builtin_names, load_scenario
 
 GOALS = {"kimi-sm120": "serve kimi with eagle3", "vllm-eagle3": "serve kimi with eagle3"}
 DEFAULT_GOAL = "serve the model"
@@ -102,10 +103,11 @@ def run_scenario(name: str, directory: Path, timeout: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scenarios", default="", help="Comma-separated names (default: every built-in one)")
+    parser.add_argument("--scenarios", default="", help="Comma-separated names (default: every built-in one-host one)")
     parser.add_argument("--timeout", type=float, default=600.0, help="Seconds allowed per scenario")
     options = parser.parse_args(argv)
-    names = [name for name in options.scenarios.split(",") if name.strip()] or builtin_names()
+    single = [name for name in builtin_names() if load_scenario(name)[0].cluster.nodes == 1]  # one simulated host
+    names = [name for name in options.scenarios.split(",") if name.strip()] or single
     unknown = sorted(set(names) - set(builtin_names()))
     if unknown:
         parser.error(f"unknown scenario(s) {', '.join(unknown)}; built-in: {', '.join(builtin_names())}")

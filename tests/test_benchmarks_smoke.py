@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.cli import agent_environment
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -111,3 +112,13 @@ def test_twin_reports_a_blocked_scenario() -> None:
     assert run["scenario"] == "gpu-fault" and run["exit_code"] == 3 and run["outcome"] == "blocked"
     assert run["status"] == "blocked" and run["question_kind"] == "hardware" and run["steps"] >= 1
     assert result["all_ended"] is True
+
+
+def test_ssh_reports_first_and_later_calls_and_the_log_reads() -> None:
+    result = run_benchmark("ssh", "--log-gb", "0.01", "--calls", "3", timeout=300)
+    if "skipped" in result:
+        pytest.skip(f"no namespaced sshd hosts here: {result['skipped']}")
+    assert result["first"]["connection_up"]["count"] == 3 and result["first"]["helper_install_ms"] > 0
+    for name in ("next_shell_true", "next_tail_small", "tail_big", "diagnose_big", "cli_tail_small"):
+        assert result[name]["ssh"]["count"] >= 3 and result[name]["ratio"] > 0
+    assert result["log_bytes"]["big"] >= 10**7

@@ -36,45 +36,56 @@ def _render(tmp_path: Path, target: str, config: dict[str, Any], version: str, *
     return result.output
 
 
-@pytest.fixture
-def checker() -> None:
+CASES = {
+    "sglang-2": ("skypilot", TWO_NODES, "0.5.8"),
+    "vllm-1": ("skypilot", ONE_NODE_VLLM, "0.33.0"),
+    "vllm-2": ("skypilot", TWO_NODES_VLLM, "0.33.0"),
+    "lws-sglang-2": ("lws", TWO_NODES, "0.5.8"),
+    "lws-vllm-2": ("lws", TWO_NODES_VLLM, "0.33.0"),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str, Any], dict[str, object]]]:
+    """Every case rendered and checked against the real schemas in one run of the checker."""
     if schemas.skypilot_python() is None:
         pytest.skip("no environment with SkyPilot (.venv-skypilot, made by .ci/run)")
+    outputs = {name: _render(tmp_path_factory.mktemp(name), *case) for name, case in CASES.items()}
+    bad = tmp_path_factory.mktemp("bad") / "bad.yaml"
+    bad.write_text('apiVersion: "leaderworkerset.x-k8s.io/v1"\nkind: "LeaderWorkerSet"\nspec:\n  replicas: 1\n')
+    files = [(CASES[name][0], Path(output["path"])) for name, output in outputs.items()] + [("lws", bad)]
+    *checked, bad_result = schemas.validate(files)
+    results = dict(zip(outputs, checked, strict=True))
+    results["bad"] = bad_result
+    return {name: (outputs.get(name, {}), result) for name, result in results.items()}
 
 
-@pytest.mark.parametrize(
-    ("config", "version", "nodes"),
-    [(TWO_NODES, "0.5.8", 2), (ONE_NODE_VLLM, "0.33.0", 1), (TWO_NODES_VLLM, "0.33.0", 2)],
-)
-def test_skypilot_tasks_pass_skypilots_own_schema(
-    checker: None, tmp_path: Path, config: dict[str, Any], version: str, nodes: int
-) -> None:
-    output = _render(tmp_path, "skypilot", config, version)
-    text = output["text"]
-    checked = schemas.validate("skypilot", Path(output["path"]))
+@pytest.mark.parametrize(("name", "nodes"), [("sglang-2", 2), ("vllm-1", 1), ("vllm-2", 2)])
+def test_skypilot_tasks_pass_skypilots_own_schema(rendered: dict[str, Any], name: str, nodes: int) -> None:
+    output, checked = rendered[name]
+    text, engine = output["text"], CASES[name][1]["engine"]
+    assert "error" not in checked, checked
     assert checked["num_nodes"] == nodes and "H100" in str(checked["resources"])
     assert "H100:8" in text and "readiness_probe" in text
     if nodes > 1:
         assert 'MASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)' in text
         assert "--node-rank $SKYPILOT_NODE_RANK" in text
-        assert ("--dist-init-addr ${MASTER_ADDR}:5000" in text) == (config["engine"] == "sglang")
-        assert ("--master-addr ${MASTER_ADDR}" in text) == (config["engine"] == "vllm")
+        assert ("--dist-init-addr ${MASTER_ADDR}:5000" in text) == (engine == "sglang")
+        assert ("--master-addr ${MASTER_ADDR}" in text) == (engine == "vllm")
     assert "NCCL_SOCKET_IFNAME" not in text  # the local nodes' interface does not travel to a cloud
 
 
-@pytest.mark.parametrize(("config", "version"), [(TWO_NODES, "0.5.8"), (TWO_NODES_VLLM, "0.33.0")])
-def test_lws_manifests_pass_the_crd_schema(checker: None, tmp_path: Path, config: dict[str, Any], version: str) -> None:
-    output = _render(tmp_path, "lws", config, version)
-    assert schemas.validate("lws", Path(output["path"])) == {"kind": "LeaderWorkerSet"}
+@pytest.mark.parametrize("name", ["lws-sglang-2", "lws-vllm-2"])
+def test_lws_manifests_pass_the_crd_schema(rendered: dict[str, Any], name: str) -> None:
+    output, checked = rendered[name]
+    assert checked == {"kind": "LeaderWorkerSet"}
     assert "$(LWS_LEADER_ADDRESS)" in output["text"] and "--node-rank $(LWS_WORKER_INDEX)" in output["text"]
     assert "nvidia.com/gpu: 8" in output["text"]
 
 
-def test_an_invalid_manifest_fails_the_crd_schema(checker: None, tmp_path: Path) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text('apiVersion: "leaderworkerset.x-k8s.io/v1"\nkind: "LeaderWorkerSet"\nspec:\n  replicas: "two"\n')
-    with pytest.raises(AssertionError, match="'leaderWorkerTemplate' is a required property"):
-        schemas.validate("lws", path)
+def test_an_invalid_manifest_fails_the_crd_schema(rendered: dict[str, Any]) -> None:
+    _, checked = rendered["bad"]
+    assert "'leaderWorkerTemplate' is a required property" in str(checked.get("error"))
 
 
 def test_an_unknown_gpu_needs_the_accelerators_argument(tmp_path: Path) -> None:

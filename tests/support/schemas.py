@@ -20,15 +20,21 @@ import json, sys
 import jsonschema, yaml
 import sky
 from sky.utils import schemas
-kind, path, lws_schema = sys.argv[1], sys.argv[2], sys.argv[3]
-document = yaml.safe_load(open(path))
-if kind == "skypilot":
-    jsonschema.validate(document, schemas.get_task_schema())
-    task = sky.Task.from_yaml_config(document)
-    print(json.dumps({"num_nodes": task.num_nodes, "resources": str(task.resources)}))
-else:
-    jsonschema.validate(document, json.load(open(lws_schema)))
-    print(json.dumps({"kind": document["kind"]}))
+lws_schema = json.load(open(sys.argv[1]))
+results = []
+for kind, path in json.loads(sys.argv[2]):
+    try:
+        document = yaml.safe_load(open(path))
+        if kind == "skypilot":
+            jsonschema.validate(document, schemas.get_task_schema())
+            task = sky.Task.from_yaml_config(document)
+            results.append({"num_nodes": task.num_nodes, "resources": str(task.resources)})
+        else:
+            jsonschema.validate(document, lws_schema)
+            results.append({"kind": document["kind"]})
+    except Exception as error:
+        results.append({"error": f"{type(error).__name__}: {str(error).splitlines()[0]}"})
+print(json.dumps(results))
 """
 
 
@@ -39,20 +45,21 @@ def skypilot_python() -> Path | None:
     return candidate if candidate.exists() else None
 
 
-def validate(kind: str, path: Path) -> dict[str, object]:
-    """Validate a rendered file; raises AssertionError with the checker's message when it is invalid."""
+def validate(files: list[tuple[str, Path]]) -> list[dict[str, object]]:
+    """Validate rendered files (``("skypilot" | "lws", path)``) in one run of the checker; each result holds the
+    checker's reading of the file, or ``error`` with the schema's complaint."""
     python = skypilot_python()
     assert python is not None
+    listed = json.dumps([(kind, str(path)) for kind, path in files])
     completed = subprocess.run(
-        [str(python), "-I", "-c", CHECKER, kind, str(path), str(LWS_SCHEMA)],
+        [str(python), "-I", "-c", CHECKER, str(LWS_SCHEMA), listed],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=path.parent,
+        cwd=files[0][1].parent,
         check=False,
     )
-    errors = [line for line in completed.stderr.splitlines() if "Error:" in line]
-    assert completed.returncode == 0, "\n".join(errors[-3:]) or completed.stderr[-3000:]
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert isinstance(result, dict)
-    return result
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert isinstance(results, list)
+    return results
