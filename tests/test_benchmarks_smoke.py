@@ -121,4 +121,4 @@ def test_ssh_reports_first_and_later_calls_and_the_log_reads() -> None:
     assert result["first"]["connection_up"]["count"] == 3 and result["first"]["helper_install_ms"] > 0
     for name in ("next_shell_true", "next_tail_small", "tail_big", "diagnose_big", "cli_tail_small"):
         assert result[name]["ssh"]["count"] >= 3 and result[name]["ratio"] > 0
-    assert result["log_bytes"]["big"] >= 10**7
+    assert result["log_bytes"]["big"] > 9 * 10**6  # about --log-gb, whole lines

@@ -65,7 +65,7 @@ LOOPBACK_JUNK = [
     "127.0.0.1:9",
     "http://user:sk-ant-api03-AAAAAAAAAAAAAAAAAAAA@127.0.0.1:9",
 ]
-UNSAFE_RUNS = ("engine_python", "specforge_python", "specforge_dir", "output_dir", "cwd")  # never arbitrary text
+UNSAFE_RUNS = ("engine_python", "specforge_python", "specforge_dir", "output_dir", "output_path", "cwd")  # never text
 SHELL_COMMANDS = [
     "echo fuzz",
     "true",
@@ -155,6 +155,15 @@ def bases(base: Path, model_path: str, specforge_python: str) -> dict[str, dict[
             },
         },
         "drafter_status": {},
+        "check_nodes": {"connect_timeout_seconds": 0.5},
+        "render_deployment": {
+            "target": "skypilot",
+            "config": {"engine": "sglang", "model_path": model_path},
+            "engine_version": "0.5.8",
+            "accelerators": "H100:8",
+            "output_path": str(base / "deploy.yaml"),
+        },
+        "launch_deployment": {"action": "status", "cluster": "fuzz"},
     }
 
 
@@ -340,7 +349,8 @@ def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: 
         jobs = [record for record in context.state.processes if record.kind == "drafter_training"]
         assert wait_for(lambda: not any(refresh(record, context.host).alive for record in jobs), timeout=60)
         result = REGISTRY.execute(tool, valid, context)
-        assert result.ok or tool in ("check_correctness", "patch_file"), result.error
+        # launch_deployment needs SkyPilot on the machine: without it, its valid call is a clear error.
+        assert result.ok or tool in ("check_correctness", "patch_file", "launch_deployment"), result.error
     kill_state_processes(context.state_dir)
 
 

@@ -35,6 +35,7 @@ class RenderDeploymentArgs(ToolArgs):
     name: str = Field("opsloop-engine", pattern=r"^[a-z0-9]([-a-z0-9]{0,48}[a-z0-9])?$")
     engine: str | None = Field(None, description="The engine process whose launch to render (default: the newest).")
     config: EngineLaunchConfig | None = Field(None, description="Render this launch configuration instead.")
+    engine_version: str | None = Field(None, description="The release to write flags for (default: the launch's).")
     model_path: str | None = Field(None, description="The model as the cluster sees it (hub id or mounted path).")
     accelerators: str | None = Field(None, description="SkyPilot accelerators per node, e.g. H100:8 (default: probe).")
     num_nodes: int | None = Field(None, ge=1, le=64, description="Default: the launch's nnodes.")
@@ -88,6 +89,7 @@ def _commands(config: EngineLaunchConfig, version: str | None, nodes: int, targe
 
 def render(args: RenderDeploymentArgs, context: ToolContext) -> tuple[dict[str, object], list[str]]:
     config, version = _launch(args, context)
+    version = args.engine_version or version
     if args.model_path:
         config = config.model_copy(update={"model_path": args.model_path})
     nodes = args.num_nodes or config.nnodes

@@ -22,11 +22,13 @@ STDERR_CAP = 64 * 1024
 
 
 class ChannelClosed(Exception):
-    """The session to the helper ended; ``stderr`` holds what ssh or the helper said last."""
+    """The session to the helper ended; ``stderr`` holds what ssh or the helper said last, ``exit_code`` how the
+    ssh process ended when known (255: ssh itself failed, e.g. to connect)."""
 
-    def __init__(self, message: str, stderr: str = "") -> None:
+    def __init__(self, message: str, stderr: str = "", exit_code: int | None = None) -> None:
         super().__init__(message)
         self.stderr = stderr
+        self.exit_code = exit_code
 
 
 class RemoteError(Exception):
@@ -61,7 +63,7 @@ class HelperChannel:
         if not self._hello.done.wait(hello_timeout) or self._hello.answer is None:
             self.close()
             self._closed.set()
-            raise ChannelClosed("the helper did not start", self.stderr())
+            raise ChannelClosed("the helper did not start", self.stderr(), self._process.poll())
         self.hello: dict[str, Any] = self._hello.answer
 
     @property

@@ -53,6 +53,7 @@ from tools.patch.write_guard import WriteRefused
 
 HELPER_DIR = ".cache/opsloop"  # relative to the remote home, where an SSH session starts
 NO_HELPER = "can't open file"  # what Python says when the helper of this version is not installed yet
+SSH_FAILED = 255  # ssh's own exit status when it could not connect, log in or trust the host
 
 
 class SshHost(Host):
@@ -107,10 +108,12 @@ class SshHost(Host):
             try:
                 return HelperChannel(self.connection.command(self._helper_command()), hello_timeout=timeout)
             except ChannelClosed as closed:
+                if closed.exit_code == SSH_FAILED:  # ssh itself: the connection, the login or the host key
+                    raise classify(self.target, closed.stderr) from None
                 if NO_HELPER in closed.stderr and attempt == 1:
                     self._install_helper()
                     continue
-                if "command not found" in closed.stderr or "No such file" in closed.stderr:
+                if "not found" in closed.stderr or "No such file" in closed.stderr:
                     raise HostUnreachable(
                         f"{self.name}: cannot start the helper with {self.python!r} ({closed.stderr.strip()[-200:]}); "
                         "set the host's python to a Python 3.8+ interpreter there"
