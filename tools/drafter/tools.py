@@ -142,6 +142,11 @@ class TrainDrafterTool(Tool[TrainDrafterArgs, DrafterOutput]):
         return (args.wait_timeout_seconds if args.wait else 60.0) + 120.0
 
     def run(self, args: TrainDrafterArgs, context: ToolContext) -> DrafterOutput:
+        if not context.host.shares_agent_files:  # its plan and progress files live in the state directory here
+            raise ToolError(
+                f"train_drafter does not run on a remote host yet ({context.host.name}); run the agent on that "
+                "machine for the drafter pipeline"
+            )
         for record in live_processes(context.state, kind=KIND):
             if record.name == args.name and refresh(record, context.host_of(record)).alive:
                 raise ToolError(
