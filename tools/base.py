@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, Typ
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from tools.private_files import private_directory, write_private
 from tools.hosts.base import CallInterrupted, HostUnreachable
+from tools.private_files import private_directory, write_private
 from tools.records import BenchmarkRecord, Environment, ModelInfo, PatchRecord, ProcessRecord, Task, TaskStatus
 
 if TYPE_CHECKING:
