@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.logs.reader import compile_filter, last_frame, read_last_lines, read_since
+from tools.logs.line_filter import compile_filter
+from tools.logs.reader import last_frame, read_last_lines, read_since
 from tools.logs.window import read_window
 
 

@@ -71,13 +71,13 @@ def test_logs_are_read_from_the_end_and_missing_ones_are_named(helper: HelperCha
     log.write_text("".join(f"line {number}\n" for number in range(1, 10001)))
     tail = helper.call("last_lines", {"path": str(log), "max_lines": 2, "max_bytes": 65536}, timeout=30)
     assert tail["lines"] == ["line 9999", "line 10000"] and tail["scanned_bytes"] < log.stat().st_size
-    filtered = {
-        "path": str(log),
-        "max_lines": 1,
-        "max_bytes": 65536,
-        "filter": {"pattern": r"line 99\d\d$", "regex": True},
-    }
-    assert helper.call("last_lines", filtered, timeout=30)["lines"] == ["line 9999"]
+    filtered = {"path": str(log), "max_lines": 2, "max_bytes": 65536, "filter": {"pattern": "LINE 999"}}
+    matched = helper.call("last_lines", filtered, timeout=30)
+    assert matched["lines"] == ["line 9998", "line 9999"]
+    assert log.read_bytes()[matched["start_offset"] :].startswith(b"line 9998\n")
+    with pytest.raises(RemoteError, match="agent's side") as regex:  # RE2 is not in the standard library
+        helper.call("last_lines", {**filtered, "filter": {"pattern": r"line 99\d\d$", "regex": True}}, timeout=30)
+    assert regex.value.kind == "failed"
     since = helper.call("since", {"path": str(log), "offset": tail["start_offset"], "max_bytes": 1024}, timeout=30)
     assert since["text"] == "line 9999\nline 10000\n"
     with pytest.raises(RemoteError) as missing:

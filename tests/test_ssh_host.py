@@ -46,16 +46,29 @@ def test_tool_calls_run_on_the_remote_host(nodes: NamespacedNodes, tmp_path: Pat
     registry = default_registry()
     work.mkdir(parents=True, exist_ok=True)
     (work / "engine.py").write_text("BATCH = 8\n")
-    log = work / "server.log"
+    log = host.log_dir(context.logs_dir) / "server.log"  # the run's log directory on the host: readable there
+    log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("".join(f"line {number}\n" for number in range(1, 2001)) + "RuntimeError: CUDA out of memory\n")
     try:
-        shell = registry.execute("shell", {"command": "ip -o -4 addr show ens5", "cwd": str(work)}, context)
-        assert shell.ok and shell.output is not None
-        assert nodes.cluster.nodes[0].address in shell.output["stdout"]  # it ran inside node 0's namespace
+        # No sandbox on a remote host: a read-only diagnostic runs, and it ran inside node 0's namespace.
+        shell = registry.execute("shell", {"command": "ss -tln", "cwd": str(work)}, context)
+        assert shell.ok and shell.output is not None, shell.error
+        assert f"{nodes.cluster.nodes[0].address}:22" in shell.output["stdout"]
+        assert shell.output["confinement"] == "read-only allow-list (no sandbox)"
 
         tail = registry.execute("tail_log", {"path": str(log), "lines": 2}, context)
         assert tail.ok and tail.output is not None
         assert tail.output["lines"] == ["line 2000", "RuntimeError: CUDA out of memory"]
+        pattern = {"path": str(log), "lines": 2, "filter": r"^line 19\d9$", "regex": True}
+        matched = registry.execute("tail_log", pattern, context)  # RE2 runs here, on the lines the helper sent
+        assert matched.ok and matched.output is not None
+        assert matched.output["lines"] == ["line 1989", "line 1999"]
+        assert log.read_bytes()[matched.output["start_offset"] :].startswith(b"line 1989\n")
+        substring = registry.execute("tail_log", {"path": str(log), "lines": 5, "filter": "cuda OUT"}, context)
+        assert substring.ok and substring.output is not None
+        assert substring.output["lines"] == ["RuntimeError: CUDA out of memory"]
+        broken = registry.execute("tail_log", {**pattern, "filter": r"(a)\1"}, context)
+        assert not broken.ok and "RE2 syntax" in (broken.error or "")
 
         diagnosis = registry.execute("diagnose_log", {"path": str(log)}, context)
         assert diagnosis.ok and diagnosis.output is not None and diagnosis.output["class"] == "cuda_oom"
@@ -77,10 +90,12 @@ def test_the_shell_guard_judges_with_the_remote_hosts_facts(nodes: NamespacedNod
     host = nodes.host(0)
     context = _context(tmp_path, host)
     try:
-        with pytest.raises(NeedsApproval, match="home directory"):
+        with pytest.raises(NeedsApproval, match="not on node0") as removal:
             default_registry().execute("shell", {"command": f"rm -rf {host.home()}"}, context)
-        with pytest.raises(NeedsApproval, match="not started by the agent"):
+        assert "home directory" in " ".join(removal.value.evidence)
+        with pytest.raises(NeedsApproval) as kill:
             default_registry().execute("shell", {"command": "kill 1"}, context)
+        assert "not started by the agent" in " ".join(kill.value.evidence)
     finally:
         host.close()
 

@@ -17,6 +17,7 @@ from tools.hosts.base import (
     ProcessStatus,
     SpawnedProcess,
 )
+from tools.hosts.sandbox import Confinement
 from tools.logs.reader import SinceRead, TailRead
 from tools.logs.window import LogWindow
 
@@ -36,9 +37,16 @@ class DelegatingHost(Host):
         env: dict[str, str] | None = None,
         input_text: str | None = None,
         output_cap_bytes: int = 1_000_000,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
         return self.inner.run(
-            argv, timeout=timeout, cwd=cwd, env=env, input_text=input_text, output_cap_bytes=output_cap_bytes
+            argv,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            input_text=input_text,
+            output_cap_bytes=output_cap_bytes,
+            confinement=confinement,
         )
 
     def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from tools.hosts.base import ConfinedFile, FileFacts, LineFilter, NetworkInterface
 from tools.hosts.remote import network
-from tools.logs.reader import SinceRead, TailRead, compile_filter, last_frame, read_last_lines, read_since
+from tools.logs.line_filter import compile_filter
+from tools.logs.reader import SinceRead, TailRead, last_frame, read_last_lines, read_since
 from tools.logs.window import LogWindow, read_window
 from tools.patch.write_guard import confine, read_bytes, write_bytes_atomic
 

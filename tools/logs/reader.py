@@ -3,17 +3,15 @@
 Everything here reads from the end or from a known offset, in blocks, with a byte budget, so the cost
 depends on what is returned, never on the size of the file (multi-GB engine logs are normal). Lines are
 split on ``\\n``; progress bars that redraw with ``\\r`` are reduced to their last frame by
-:func:`last_frame`.
+:func:`last_frame`. Standard library only: a remote host's helper runs this module too (regular-expression
+filters, which need RE2, live in :mod:`tools.logs.line_filter` and run on the agent's side).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-
-import re2
 
 BLOCK_BYTES = 64 * 1024
 
@@ -26,6 +24,7 @@ class TailRead:
     file_size: int
     scanned_bytes: int
     reached_start: bool  # the whole file before end_offset was scanned
+    line_starts: list[int] = field(default_factory=list)  # byte offset of each returned line
 
 
 @dataclass
@@ -93,6 +92,7 @@ def read_last_lines(
         file_size=size,
         scanned_bytes=size - position,
         reached_start=position == 0,
+        line_starts=[start for start, _ in kept],
     )
 
 
@@ -123,19 +123,7 @@ def read_since(path: Path, offset: int, *, max_bytes: int = 256 * 1024) -> Since
     )
 
 
-def compile_filter(pattern: str | None, *, regex: bool) -> Callable[[str], bool] | None:
-    """A line predicate: case-insensitive substring, or a regular expression when ``regex``. Expressions
-    are RE2 (linear time in the line, whatever the pattern: ``(a+)+$`` cannot hang the agent); a pattern
-    RE2 does not support (back-references, look-arounds) raises ``re.error``."""
-    if not pattern:
-        return None
-    if regex:
-        options = re2.Options()
-        options.log_errors = False
-        try:
-            compiled = re2.compile(pattern, options)
-        except re2.error as error:
-            raise re.error(f"{error} (RE2 syntax: no back-references or look-arounds)") from None
-        return lambda line: compiled.search(line) is not None
+def substring_filter(pattern: str) -> Callable[[str], bool]:
+    """A line predicate: the line contains ``pattern``, ignoring case."""
     needle = pattern.lower()
     return lambda line: needle in line.lower()

@@ -9,8 +9,9 @@ from pydantic import Field, model_validator
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.hosts.base import Host, LineFilter
+from tools.logs.line_filter import compile_filter
 from tools.logs.on_host import readable_log, require_log
-from tools.logs.reader import compile_filter, last_frame
+from tools.logs.reader import last_frame
 from tools.processes import resolve_process
 from tools.redact import redact_text
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.hosts.remote.errors import OperationError
-from tools.logs.reader import compile_filter, last_frame, read_last_lines, read_since
+from tools.logs.reader import last_frame, read_last_lines, read_since, substring_filter
 from tools.logs.window import read_window
 from tools.patch.write_guard import WriteRefused, confine, read_bytes, write_bytes_atomic
 
@@ -42,7 +42,9 @@ def file_facts(state: object, args: dict[str, Any]) -> dict[str, Any] | None:
 
 def last_lines(state: object, args: dict[str, Any]) -> dict[str, Any]:
     wanted = args.get("filter")
-    keep = compile_filter(wanted["pattern"], regex=bool(wanted.get("regex"))) if wanted else None
+    if wanted and wanted.get("regex"):  # RE2 is not in the standard library: the agent filters those lines itself
+        raise OperationError("failed", "regular-expression filters run on the agent's side, not in the helper")
+    keep = substring_filter(str(wanted["pattern"])) if wanted else None
     framed = None if keep is None else (lambda line: keep(last_frame(line)))
     tail = read_last_lines(_existing(args), int(args["max_lines"]), max_bytes=int(args["max_bytes"]), keep=framed)
     return dataclasses.asdict(tail)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tools.hosts.base import CommandResult, GpuProbe, Host, SpawnedProcess
 from tools.hosts.delegate import DelegatingHost
+from tools.hosts.sandbox import Confinement
 from tools.hosts.sim import facts
 from tools.hosts.sim.translate import Translator, is_stand_in
 from twin.layout import SimLayout, materialize
@@ -68,6 +69,7 @@ class SimulatedNode(DelegatingHost):
         env: dict[str, str] | None = None,
         input_text: str | None = None,
         output_cap_bytes: int = 1_000_000,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
         translated = self.translate(argv)
         environment = facts.environment(self.layout, self.scenario, env, is_stand_in(translated))
@@ -78,6 +80,8 @@ class SimulatedNode(DelegatingHost):
             env=environment,
             input_text=input_text,
             output_cap_bytes=output_cap_bytes,
+            # The node's simulated files live in the state directory, which a sandbox hides.
+            confinement=confinement.with_exposed_writable(self.layout.root) if confinement else None,
         )
         return result.model_copy(update={"argv": list(argv)})
 

@@ -18,6 +18,7 @@ forwarded over the shared connection (:meth:`endpoint`).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import secrets
 import shlex
 import signal
@@ -43,11 +44,13 @@ from tools.hosts.base import (
 )
 from tools.hosts.remote import bundle
 from tools.hosts.remote.operations import IDEMPOTENT
+from tools.hosts.sandbox import Confinement, SandboxUnavailable
 from tools.hosts.ssh import gpus
 from tools.hosts.ssh.channel import ChannelClosed, HelperChannel, RemoteError
 from tools.hosts.ssh.connection import SshConnection, classify
 from tools.hosts.ssh.target import SshTarget
-from tools.logs.reader import SinceRead, TailRead
+from tools.logs.line_filter import compile_filter
+from tools.logs.reader import SinceRead, TailRead, last_frame
 from tools.logs.window import LogWindow
 from tools.patch.write_guard import WriteRefused
 
@@ -201,7 +204,10 @@ class SshHost(Host):
         env: dict[str, str] | None = None,
         input_text: str | None = None,
         output_cap_bytes: int = 1_000_000,
+        confinement: Confinement | None = None,
     ) -> CommandResult:
+        if confinement is not None:
+            raise SandboxUnavailable(f"the sandbox confines commands on the agent's machine, not on {self.name}")
         request = {
             "argv": list(argv),
             "timeout": timeout,
@@ -252,9 +258,29 @@ class SshHost(Host):
     def read_last_lines(
         self, path: str, max_lines: int, *, max_bytes: int, line_filter: LineFilter | None = None
     ) -> TailRead:
+        if line_filter is not None and line_filter.regex:
+            return self._last_lines_matching(path, max_lines, max_bytes, line_filter.pattern)
         request = {"path": path, "max_lines": max_lines, "max_bytes": max_bytes}
         request["filter"] = None if line_filter is None else line_filter.model_dump()
         return TailRead(**self.call("last_lines", request))
+
+    def _last_lines_matching(self, path: str, max_lines: int, max_bytes: int, pattern: str) -> TailRead:
+        """A regular-expression filter runs here (RE2 is not on the host): every line within ``max_bytes`` of
+        the end comes over, and the last ``max_lines`` that match are kept."""
+        keep = compile_filter(pattern, regex=True)
+        request = {"path": path, "max_lines": max_bytes, "max_bytes": max_bytes, "filter": None}
+        every = TailRead(**self.call("last_lines", request))
+        kept = [
+            (start, line)
+            for start, line in zip(every.line_starts, every.lines, strict=True)
+            if keep is None or keep(last_frame(line))
+        ][-max_lines:]
+        return dataclasses.replace(
+            every,
+            lines=[line for _, line in kept],
+            line_starts=[start for start, _ in kept],
+            start_offset=kept[0][0] if kept else every.file_size,
+        )
 
     def read_since(self, path: str, offset: int, *, max_bytes: int) -> SinceRead:
         return SinceRead(**self.call("since", {"path": path, "offset": offset, "max_bytes": max_bytes}))
