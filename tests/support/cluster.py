@@ -1,8 +1,9 @@
 """Real OpenSSH servers for the SSH and multi-node tests: a scenario's nodes as network namespaces (``twin.cluster``),
 each with its own address and sshd on a generated host key, torn down afterwards (also when the test fails).
 
-Needs root, iproute2 and openssh-server (``.ci/run`` installs them); without them the tests that use it are
-skipped with the reason.
+Needs root, iproute2, openssh-server and a kernel that lets this machine make network namespaces, veth pairs and
+bridges (``.ci/run`` installs the packages). Where one of those is missing, the tests that use it are skipped with
+the reason; where all are there, a cluster that cannot be built is a failure, never a skip.
 """
 
 from __future__ import annotations
@@ -35,8 +36,24 @@ def unavailable() -> str | None:
             return f"{program} is not installed"
     if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
         return "sshd (openssh-server) is not installed"
-    probe = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
-    return None if probe.returncode == 0 else f"ip netns does not work here: {probe.stderr.strip()}"
+    return _kernel_problem()
+
+
+def _kernel_problem() -> str | None:
+    """Why this kernel (or container) cannot make what a cluster is built of, found by making each once."""
+    name = f"opsl-probe{os.getpid() % 100000}"
+    steps = [
+        ("a network namespace", ["ip", "netns", "add", name], ["ip", "netns", "delete", name]),
+        ("a veth pair", ["ip", "link", "add", f"{name}a", "type", "veth", "peer", "name", f"{name}b"],
+         ["ip", "link", "delete", f"{name}a"]),
+        ("a bridge", ["ip", "link", "add", f"{name}br", "type", "bridge"], ["ip", "link", "delete", f"{name}br"]),
+    ]  # fmt: skip
+    for what, make, remove in steps:
+        made = subprocess.run(make, capture_output=True, text=True, check=False)
+        if made.returncode != 0:
+            return f"this machine cannot make {what} ({' '.join(make)}: {made.stderr.strip()})"
+        subprocess.run(remove, capture_output=True, check=False)
+    return None
 
 
 @dataclass
@@ -105,8 +122,8 @@ def namespaced_cluster(scenario: str, directory: Path) -> Iterator[NamespacedNod
     loaded, _ = load_scenario(scenario)
     try:
         cluster = up(loaded, directory)
-    except ClusterUnavailable as error:
-        pytest.skip(f"cannot build namespaced hosts: {error}")
+    except ClusterUnavailable as error:  # the facilities are there (checked above): this is a defect
+        pytest.fail(f"the namespaced hosts could not be built: {error}")
     control_dir = Path(tempfile.mkdtemp(prefix="opsloop-cm-", dir="/tmp"))
     handle = NamespacedNodes(cluster, control_dir)
     try:
