@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.state import ProjectState
+from agent.store import StateStore
 from benchmarks.common import emit, machine, note, percentile, ratio, summary_ms
 from benchmarks.log_files import write_log
 from tools.base import ToolContext, ToolSettings
@@ -43,6 +44,12 @@ from twin.cluster.network import ClusterUnavailable
 from twin.loader import load_scenario
 
 REGISTRY = default_registry()
+RUN_ID = "bench"  # the logs sit in this run's log directory on the node, where tail_log may read them
+
+
+def log_dir(cluster: Cluster) -> Path:
+    """The run's log directory on node 0 (the nodes share this machine's file system)."""
+    return cluster.directory / "remote" / "runs" / RUN_ID / "logs"
 
 
 def median(values: list[float]) -> float:
@@ -66,7 +73,13 @@ def timed(action: Callable[[], object], repeats: int) -> list[float]:
 
 
 def call(host: Host, tool: str, arguments: dict[str, Any], scratch: Path) -> None:
-    context = ToolContext(state=ProjectState(goal="bench"), state_dir=scratch, host=host, settings=ToolSettings())
+    logs = Path(str(arguments.get("path", scratch))).parent  # a configured log directory for the local host
+    context = ToolContext(
+        state=ProjectState(goal="bench", run_id=RUN_ID),
+        state_dir=scratch,
+        host=host,
+        settings=ToolSettings(readable_log_dirs=[logs]),
+    )
     result = REGISTRY.execute(tool, arguments, context)
     if not result.ok:
         raise RuntimeError(f"{tool} failed: {result.error}")
@@ -78,6 +91,7 @@ def remote(cluster: Cluster, control: Path) -> SshHost:
         ssh_config=cluster.home / ".ssh" / "config",
         control_dir=control,
         python="/usr/bin/python3",
+        run_id=RUN_ID,
         remote_dir=str(cluster.directory / "remote"),
     )
 
@@ -103,10 +117,15 @@ def cli_calls(cluster: Cluster, control: Path, scratch: Path, log: Path, repeats
     local = [sys.executable, "-m", "agent", "tool", "tail_log", *arguments, "--state-dir", str(scratch / "cli-local")]
     over = [sys.executable, "-m", "agent", "tool", "tail_log", *arguments, "--state-dir", str(scratch / "cli-ssh"),
             "--host", "node0"]  # fmt: skip
+    (scratch / "cli-local").mkdir(exist_ok=True)
+    (scratch / "cli-local" / "agent.toml").write_text(f'[tools]\nreadable_log_dirs = ["{log.parent}"]\n')
     (scratch / "cli-ssh").mkdir(exist_ok=True)
     (scratch / "cli-ssh" / "agent.toml").write_text(
         f'[[hosts]]\ntarget = "node0"\npython = "/usr/bin/python3"\nremote_dir = "{cluster.directory / "remote"}"\n'
     )
+    store = StateStore(scratch / "cli-ssh")  # a state whose run has the log directory the logs are in
+    store.save(ProjectState(goal="direct tool calls", run_id=RUN_ID))
+    store.close()
 
     def run(argv: list[str]) -> None:
         subprocess.run(argv, capture_output=True, env=environment, check=True, cwd=scratch)
@@ -117,7 +136,8 @@ def cli_calls(cluster: Cluster, control: Path, scratch: Path, log: Path, repeats
 
 def measure(cluster: Cluster, scratch: Path, log_gb: float, repeats: int) -> dict[str, Any]:
     control = Path(tempfile.mkdtemp(prefix="opsloop-cm-", dir="/tmp"))
-    big, small = scratch / "big.log", scratch / "small.log"
+    log_dir(cluster).mkdir(parents=True, exist_ok=True)
+    big, small = log_dir(cluster) / "big.log", log_dir(cluster) / "small.log"
     note(f"writing a {log_gb} GB log")
     big_size, small_size = write_log(big, int(log_gb * 1e9)), write_log(small, 5 * 10**6)
     local, ssh = LocalHost(exit_dir=scratch / "exits"), remote(cluster, control)
