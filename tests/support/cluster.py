@@ -41,7 +41,7 @@ def unavailable() -> str | None:
 
 def _kernel_problem() -> str | None:
     """Why this kernel (or container) cannot make what a cluster is built of, found by making each once."""
-    name = f"opsl-probe{os.getpid() % 100000}"
+    name = f"opsprobe{os.getpid() % 100000}"  # with a suffix, within 15 characters (an interface name)
     steps = [
         ("a network namespace", ["ip", "netns", "add", name], ["ip", "netns", "delete", name]),
         ("a veth pair", ["ip", "link", "add", f"{name}a", "type", "veth", "peer", "name", f"{name}b"],
