@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.state import ProjectState
-from tools.base import ToolContext, ToolRegistry, ToolResult, ToolSettings
+from tools.base import NeedsApproval, ToolContext, ToolRegistry, ToolResult, ToolSettings
 from tools.hosts.local import LocalHost
 from tools.patch.tools import PatchFileTool, RevertPatchTool
 from tools.patch.unified_diff import make_diff
@@ -126,15 +126,15 @@ def test_malformed_arguments_are_errors(context: ToolContext, arguments: dict[st
     assert not result.ok and "invalid arguments" in (result.error or "")
 
 
-def test_dotdot_and_absolute_paths_outside_the_roots_are_refused(
+def test_dotdot_is_refused_and_an_absolute_path_outside_the_roots_asks(
     context: ToolContext, tmp_path: Path, workdir: Path
 ) -> None:
     outside = tmp_path / "outside.py"
     outside.write_text(ORIGINAL)
     dotdot = call(context, "patch_file", {"path": "../outside.py", "search": "return 1", "replace": "x"})
     assert not dotdot.ok and "'..'" in (dotdot.error or "")
-    absolute = call(context, "patch_file", {"path": str(outside), "search": "return 1", "replace": "x"})
-    assert not absolute.ok and "outside the writable roots" in (absolute.error or "")
+    with pytest.raises(NeedsApproval, match="outside the writable roots"):  # a human is asked first
+        call(context, "patch_file", {"path": str(outside), "search": "return 1", "replace": "x"})
     assert outside.read_text() == ORIGINAL
 
 
@@ -203,5 +203,6 @@ def test_the_engine_environments_site_packages_is_writable(context: ToolContext,
     assert "[1, 2]" in model_file.read_text()
     elsewhere = tmp_path / "engine" / "bin" / "other.py"
     elsewhere.write_text(ORIGINAL)
-    refused = call(context, "patch_file", {"path": str(elsewhere), "search": "return 1", "replace": "x"})
-    assert not refused.ok and str(site) in (refused.error or "")
+    with pytest.raises(NeedsApproval) as asked:
+        call(context, "patch_file", {"path": str(elsewhere), "search": "return 1", "replace": "x"})
+    assert any(str(site) in line for line in asked.value.evidence if line.startswith("outside: "))

@@ -142,3 +142,4 @@ class PatchRecord(Document):
     applied_at: str = Field(default_factory=utc_now)
     reverted: bool = False
     host: str = ""  # the host the file is on; "" is the run's first host
+    approved_by_question: str = ""  # a file outside the writable roots: the approval question that admitted it

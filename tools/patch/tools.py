@@ -4,13 +4,16 @@ An edit is either an exact search/replace (the search text must occur exactly on
 diff for one file. The original bytes are kept under ``<state>/patches/<id>/`` and the diff is
 recorded in ``state.patches``; ``revert_patch`` puts the original back. Reads and writes go through the
 host (``Host.read_confined`` / ``write_confined``), which applies :mod:`tools.patch.write_guard` where the
-file lives, so they stay inside the allowed roots and never follow a symbolic link, on a remote host too.
+file lives, so they stay inside the allowed roots and never follow a symbolic link, on a remote host too. A
+regular file outside every root is a question to a human, and an approved patch of it is applied once
+(:mod:`tools.patch.outside`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -18,6 +21,7 @@ from pydantic import Field, model_validator
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.hosts.base import ConfinedFile, Host
 from tools.off_limits import off_limits_reason, secret_paths
+from tools.patch.outside import FILESYSTEM_ROOT, NotAskable, approval_line, ask, read_outside
 from tools.patch.unified_diff import DiffError, apply_diff, make_diff
 from tools.patch.write_guard import WriteRefused
 from tools.private_files import private_directory, write_private
@@ -56,6 +60,9 @@ class PatchFileOutput(ToolOutput):
     path: str
     backup_path: str
     diff: str
+    approved_by_question: str | None = Field(
+        default=None, description="The question a human approved this patch with (a file outside the roots)."
+    )
 
 
 class RevertPatchArgs(ToolArgs):
@@ -110,29 +117,48 @@ def _off_limits(file: ConfinedFile, context: ToolContext, host: Host) -> str | N
     return None
 
 
-def _read(raw_path: str, context: ToolContext, host: Host) -> tuple[ConfinedFile, list[str]]:
+@dataclass(frozen=True)
+class Located:
+    """A file read through the guard, the roots that admitted it, and, for a file outside every writable root,
+    why it is outside (such a file is read and written from ``/`` without following links, once approved)."""
+
+    file: ConfinedFile
+    roots: list[str]
+    outside: str | None = None
+
+
+def _read(raw_path: str, context: ToolContext, host: Host, outside_allowed: bool = True) -> Located:
     """Read through the guard, confined to the host's write roots (the working directory first), then also
-    the engine's site-packages, never the agent's own records, code or configuration (:mod:`tools.off_limits`);
-    returns the file and the roots that admitted it."""
-    file, roots = _within_roots(raw_path, context, host)
-    if reason := _off_limits(file, context, host):
+    the engine's site-packages; a regular file outside them all is read too when ``outside_allowed`` (its
+    patch then needs a human's approval). Never the agent's own records, code or configuration, nor the
+    user's credentials (:mod:`tools.off_limits`): those are refused whatever a human would say."""
+    located = _within_roots(raw_path, context, host, outside_allowed)
+    if reason := _off_limits(located.file, context, host):
         raise ToolError(f"refused {raw_path!r}: {reason}")
-    return file, roots
+    return located
 
 
-def _within_roots(raw_path: str, context: ToolContext, host: Host) -> tuple[ConfinedFile, list[str]]:
+def _within_roots(raw_path: str, context: ToolContext, host: Host, outside_allowed: bool) -> Located:
     roots = [str(root) for root in host.write_roots(context.settings.allowed_write_roots)]
     try:
-        return host.read_confined(raw_path, roots), roots
+        return Located(host.read_confined(raw_path, roots), roots)
     except WriteRefused as error:
-        first_refusal = error
+        refusal = error
     extra = [root for root in engine_site_packages(context, host) if root not in roots]
-    if not roots or not extra:
-        raise ToolError(str(first_refusal)) from None
+    if roots and extra:
+        try:
+            return Located(host.read_confined(raw_path, roots + extra), roots + extra)
+        except WriteRefused as error:
+            refusal = error
+    if not outside_allowed or not roots or ".." in raw_path.split("/"):
+        raise ToolError(str(refusal)) from None
     try:
-        return host.read_confined(raw_path, roots + extra), roots + extra
-    except WriteRefused as error:
-        raise ToolError(str(error)) from None
+        file = read_outside(raw_path, roots + extra, host)
+    except NotAskable as error:
+        raise ToolError(f"{refusal} (not put to a human: {error})") from None
+    return Located(
+        file, [FILESYSTEM_ROOT], outside=f"{file.path} is in none of the writable roots ({', '.join(roots + extra)})"
+    )
 
 
 def _edited_text(args: PatchFileArgs, original: str, shown_path: str) -> str:
@@ -158,7 +184,10 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
     description = (
         "Edit a file inside the writable roots (working directory, engine site-packages): an "
         "exact search/replace that must match exactly once, or a unified diff. The original is "
-        "backed up and the edit can be undone with revert_patch."
+        "backed up and the edit can be undone with revert_patch. A file outside the roots (by its "
+        "real path, not through a link) is a question to a human with the diff; if approved, the same "
+        "call applies that exact edit once. The agent's own state, code and configuration and the "
+        "user's credentials are never edited."
     )
     args_model = PatchFileArgs
     output_model = PatchFileOutput
@@ -166,8 +195,8 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
 
     def run(self, args: PatchFileArgs, context: ToolContext) -> PatchFileOutput:
         host = context.host_named(args.host)
-        original_file, roots = _read(args.path, context, host)
-        shown = original_file.path
+        located = _read(args.path, context, host)
+        original_file, shown = located.file, located.file.path
         try:
             original = original_file.data.decode("utf-8")
         except UnicodeDecodeError:
@@ -175,16 +204,22 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
         edited = _edited_text(args, original, shown)
         if edited == original:
             raise ToolError(f"the edit leaves {shown} unchanged; nothing to do")
+        diff = make_diff(original, edited, shown)
+        edited_bytes = edited.encode("utf-8")
+        approval = None
+        if located.outside is not None:
+            approval = context.state.take_approval(approval_line(original_file, edited_bytes, host, context))
+            if approval is None:
+                raise ask(original_file, edited_bytes, diff, located.outside, args.reason, host, context)
+            context.checkpoint()  # the approval is used up before the file is written
         patch_id = context.state.next_id("patch", [record.id for record in context.state.patches])
         backup_dir = private_directory(context.state_dir / "patches" / patch_id)
         backup_path = backup_dir / Path(shown).name
         # The original's owner bits, never more: a private file stays private, and none is open to others.
         write_private(backup_path, original_file.data, original_file.mode & 0o700)
-        diff = make_diff(original, edited, shown)
         write_private(backup_dir / "change.diff", redact_text(diff).encode("utf-8"))  # the backup stays exact
-        edited_bytes = edited.encode("utf-8")
         try:
-            host.write_confined(shown, roots, edited_bytes, expected=original_file)
+            host.write_confined(shown, located.roots, edited_bytes, expected=original_file)
         except WriteRefused as error:
             raise ToolError(str(error)) from None
         context.state.patches.append(
@@ -197,10 +232,13 @@ class PatchFileTool(Tool[PatchFileArgs, PatchFileOutput]):
                 reason=args.reason,
                 original_sha256=_sha256(original_file.data),
                 patched_sha256=_sha256(edited_bytes),
+                approved_by_question=approval or "",
             )
         )
         context.checkpoint()
-        return PatchFileOutput(patch_id=patch_id, path=shown, backup_path=str(backup_path), diff=diff)
+        return PatchFileOutput(
+            patch_id=patch_id, path=shown, backup_path=str(backup_path), diff=diff, approved_by_question=approval
+        )
 
 
 class RevertPatchTool(Tool[RevertPatchArgs, RevertPatchOutput]):
@@ -228,7 +266,8 @@ class RevertPatchTool(Tool[RevertPatchArgs, RevertPatchOutput]):
             raise ToolError(f"{record.path} has later patches ({', '.join(later)}); revert them first")
         host = context.host_named(record.host or None)
         try:
-            current, roots = _read(record.path, context, host)
+            located = _read(record.path, context, host, outside_allowed=bool(record.approved_by_question))
+            current, roots = located.file, located.roots
             backup = Path(record.backup_path).read_bytes()
         except OSError as error:
             raise ToolError(f"cannot revert {record.id}: {error}") from None

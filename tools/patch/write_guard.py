@@ -99,7 +99,9 @@ def read_bytes(target: ConfinedPath) -> tuple[bytes, os.stat_result]:
     """Read a regular file without following links; returns its bytes and stat."""
     with _open_parent(target) as parent:
         try:
-            descriptor = os.open(target.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+            # O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused as not a regular file).
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            descriptor = os.open(target.parts[-1], flags, dir_fd=parent)
         except FileNotFoundError:
             raise WriteRefused(f"{target.path} does not exist") from None
         except OSError as error:
