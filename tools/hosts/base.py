@@ -251,6 +251,11 @@ class Host(ABC):
         """Where logs of processes started on this host go; local hosts use the agent's state directory."""
         return agent_logs
 
+    def agent_places(self) -> list[str]:
+        """The agent's own files on this host besides its state directory (a remote host's helper and run
+        records), which no tool may change; hosts whose files are the agent's own have none."""
+        return []
+
     def working_dir(self) -> Path:
         """Where relative paths and the shell start on this host."""
         return Path.cwd()

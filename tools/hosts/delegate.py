@@ -94,6 +94,9 @@ class DelegatingHost(Host):
     def write_confined(self, raw_path: str, roots: list[str], data: bytes, expected: ConfinedFile | None) -> None:
         self.inner.write_confined(raw_path, roots, data, expected)
 
+    def agent_places(self) -> list[str]:
+        return self.inner.agent_places()
+
     def real_path(self, path: str) -> str:
         return self.inner.real_path(path)
 

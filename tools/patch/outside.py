@@ -56,12 +56,18 @@ def read_outside(raw_path: str, roots: list[str], host: Host) -> ConfinedFile:
     return file
 
 
+def _is_here(host: Host, context: ToolContext) -> bool:
+    """Whether the host is the agent's own machine (the run's first host on the agent's files): paths there
+    are named without a host."""
+    return host.shares_agent_files and host is context.host
+
+
 def approval_line(file: ConfinedFile, edited: bytes, host: Host, context: ToolContext) -> str:
     """What a human approves: this path (on this host) and this change, by the hash of its before and after."""
     change = hashlib.sha256()
     for part in (file.data, edited):
         change.update(hashlib.sha256(part).digest())
-    where = "" if host is context.host else f"{host.name}:"
+    where = "" if _is_here(host, context) else f"{host.name}:"
     return f"patch: {where}{file.path} (change sha256:{change.hexdigest()})"
 
 
@@ -75,7 +81,7 @@ def ask(
     if len(lines) > SHOWN_DIFF_LINES:
         saved = context.save_output("patch-outside-roots.diff", redact_text(diff))
         shown.append(f"... {len(lines) - SHOWN_DIFF_LINES} more lines; the whole diff: {saved}")
-    where = [] if host is context.host else [f"host: {host.name}"]
+    where = [] if _is_here(host, context) else [f"host: {host.name}"]
     return NeedsApproval(
         f"patching {file.path} needs approval: it is outside the writable roots",
         evidence=[

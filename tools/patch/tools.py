@@ -114,6 +114,10 @@ def _off_limits(file: ConfinedFile, context: ToolContext, host: Host) -> str | N
     for place in secret_paths(Path(host.home())):
         if path == place or place in path.parents:
             return f"{path} is in the user's credentials on {host.name} ({place}), which no tool may change"
+    for own in host.agent_places():
+        place = Path(host.real_path(own))
+        if path == place or place in path.parents:
+            return f"{path} is in the agent's own files on {host.name} ({place}), which no tool may change"
     return None
 
 

@@ -187,6 +187,9 @@ class SshHost(Host):
     def log_dir(self, agent_logs: Path) -> Path:
         return Path(f"{self._run_dir()}/logs")
 
+    def agent_places(self) -> list[str]:
+        return [self._exit_dir(), f"{self._base_dir()}/runs", f"{self.home()}/{HELPER_DIR}"]
+
     def working_dir(self) -> Path:
         return Path(self._working_dir or self.home())
 
