@@ -331,7 +331,7 @@ def test_hostile_arguments_give_a_result_never_an_exception(tool: str, sandbox: 
         try:
             result = REGISTRY.execute(tool, arguments, context)
         except NeedsApproval as request:
-            assert tool in ("shell", "tail_log", "diagnose_log") and request.reason and request.evidence
+            assert tool in ("shell", "tail_log", "diagnose_log", "patch_file") and request.reason and request.evidence
             outcomes["needs approval"] = outcomes.get("needs approval", 0) + 1
             return
         finally:

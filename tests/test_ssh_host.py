@@ -78,8 +78,17 @@ def test_tool_calls_run_on_the_remote_host(nodes: NamespacedNodes, tmp_path: Pat
         )
         assert patch.ok, patch.error
         assert (work / "engine.py").read_text() == "BATCH = 4\n"
-        outside = registry.execute("patch_file", {"path": "/etc/hostname", "search": "a", "replace": "b"}, context)
-        assert not outside.ok and "outside the writable roots" in (outside.error or "")
+        elsewhere = nodes.remote_dir / "elsewhere.conf"
+        elsewhere.write_text("BATCH = 8\n")
+        with pytest.raises(NeedsApproval) as asked:  # outside the roots there: a question, with the host named
+            registry.execute("patch_file", {"path": str(elsewhere), "search": "8", "replace": "4"}, context)
+        assert asked.value.evidence[0].startswith(f"patch: {host.name}:{elsewhere} (change sha256:")
+        assert elsewhere.read_text() == "BATCH = 8\n"
+        record = host.agent_places()[0] + "/record.json"  # the agent's own files there: refused, never asked
+        Path(record).parent.mkdir(parents=True, exist_ok=True)
+        Path(record).write_text('{"exit_code": 0}')
+        own = registry.execute("patch_file", {"path": record, "search": "0", "replace": "1"}, context)
+        assert not own.ok and "the agent's own files" in (own.error or ""), own.error
         reverted = registry.execute("revert_patch", {"patch_id": "patch1"}, context)
         assert reverted.ok and (work / "engine.py").read_text() == "BATCH = 8\n"
     finally:

@@ -33,7 +33,7 @@ APPROVAL_KEY = "approval"
 class ApprovalForm(BaseModel):
     """The form the client shows: one explicit choice."""
 
-    decision: Literal["approve", "deny"] = Field(description="approve runs the command once; deny refuses it")
+    decision: Literal["approve", "deny"] = Field(description="approve runs this call once; deny refuses it")
 
 
 def can_ask(context: ServerRequestContext[object]) -> bool:
