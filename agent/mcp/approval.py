@@ -1,15 +1,14 @@
 """Approvals over MCP: the human answers a named question in the client, and only an explicit yes counts.
 
-A tool that needs approval (the shell guard) has recorded an approval question (options approve |
-deny). Where the client can show a form (form elicitation), the question is put to its user: on the
-handshake-era protocol as an ``elicitation/create`` request during the call; on 2026-07-28, where a
-server no longer sends requests of its own, inside an ``input_required`` result that the client
-answers when it repeats the call (the question id travels as the request state and must still name
-the open question). Only an accepted form whose decision is exactly ``approve`` approves; a decline,
-a cancel or any other content denies. The verdict is recorded on that question as the word
-``approve`` or ``deny``, and the call then runs once or is refused with the reason. Where the client
-cannot show a form, or asking fails, the call is refused with the reason and the question stays open
-for a person to answer with ``agent ask``.
+A tool that needs approval (the shell guard, a patch outside the write roots) has recorded an approval
+question (options approve | deny). Where the client can show a form (form elicitation), the question is put to
+its user: on the handshake-era protocol as an ``elicitation/create`` request during the call; on 2026-07-28,
+where a server no longer sends requests of its own, inside an ``input_required`` result that the client
+answers when it repeats the call (the question id travels as the request state and must still name the open
+question). Only an accepted form whose decision is exactly ``approve`` approves; a decline, a cancel or any
+other content denies. The verdict is recorded on that question as the word ``approve`` or ``deny``, and the
+call then runs once or is refused with the reason. Where the client cannot show a form, or asking fails, the
+call is refused with the reason and the question stays open for a person to answer with ``agent ask``.
 """
 
 from __future__ import annotations
