@@ -75,6 +75,7 @@ def test_an_approved_patch_outside_the_roots_applies_once_and_reverts(context: T
     question_id = _answer(context, request, "approve")
     other = _asked(context, {"path": str(outside), "search": "port = 30000", "replace": "port = 1"})
     assert other.evidence[0] != request.evidence[0]
+    assert other.reason != request.reason, "each change is a question of its own, never one's evidence swapped"
     applied = REGISTRY.execute("patch_file", arguments, context)
     assert applied.ok and applied.output is not None, applied.error
     assert applied.output["approved_by_question"] == question_id
@@ -178,9 +179,14 @@ def test_through_a_run_a_denial_keeps_the_file_and_an_approval_applies_it_once(t
     assert [patch["approved_by_question"] for patch in patches] == [second["id"]]
 
 
-def _patch_over_mcp(state_dir: Path, errlog: IO[str], target: Path, answers: Answers | None) -> Any:
+def _patch_over_mcp(
+    state_dir: Path, errlog: IO[str], target: Path, answers: Answers | None, mode: str = "legacy"
+) -> Any:
+    """One patch_file call from the SDK's client; ``legacy``: the handshake protocol (elicitation during the
+    call), ``auto``: the newest (the form inside an ``input_required`` result, answered on the repeated call)."""
+
     async def session() -> Any:
-        async with stdio_client_for(state_dir, errlog=errlog, elicitation=answers, mode="legacy") as client:
+        async with stdio_client_for(state_dir, errlog=errlog, elicitation=answers, mode=mode) as client:
             return await client.call_tool("patch_file", {"path": str(target), **EDIT})
 
     return anyio.run(session)
@@ -202,7 +208,7 @@ def test_over_mcp_an_accepted_form_applies_the_patch_once(tmp_path: Path, outsid
 
 def test_over_mcp_a_denial_refuses_with_the_reason(tmp_path: Path, outside: Path, errlog: IO[str]) -> None:
     answers = Answers(DENY)
-    result = _patch_over_mcp(tmp_path / "state", errlog, outside, answers)
+    result = _patch_over_mcp(tmp_path / "state", errlog, outside, answers, mode="auto")
     assert (
         result.is_error and "the user denied it" in text_of(result) and "outside the writable roots" in text_of(result)
     )

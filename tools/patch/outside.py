@@ -62,13 +62,17 @@ def _is_here(host: Host, context: ToolContext) -> bool:
     return host.shares_agent_files and host is context.host
 
 
-def approval_line(file: ConfinedFile, edited: bytes, host: Host, context: ToolContext) -> str:
-    """What a human approves: this path (on this host) and this change, by the hash of its before and after."""
+def _change_digest(file: ConfinedFile, edited: bytes) -> str:
     change = hashlib.sha256()
     for part in (file.data, edited):
         change.update(hashlib.sha256(part).digest())
+    return change.hexdigest()
+
+
+def approval_line(file: ConfinedFile, edited: bytes, host: Host, context: ToolContext) -> str:
+    """What a human approves: this path (on this host) and this change, by the hash of its before and after."""
     where = "" if _is_here(host, context) else f"{host.name}:"
-    return f"patch: {where}{file.path} (change sha256:{change.hexdigest()})"
+    return f"patch: {where}{file.path} (change sha256:{_change_digest(file, edited)})"
 
 
 def ask(
@@ -82,8 +86,11 @@ def ask(
         saved = context.save_output("patch-outside-roots.diff", redact_text(diff))
         shown.append(f"... {len(lines) - SHOWN_DIFF_LINES} more lines; the whole diff: {saved}")
     where = [] if _is_here(host, context) else [f"host: {host.name}"]
+    # The change's digest in the reason keeps a question per change: an open question is reused only for the
+    # same text, and its evidence must stay the change the human was shown.
     return NeedsApproval(
-        f"patching {file.path} needs approval: it is outside the writable roots",
+        f"patching {file.path} needs approval: it is outside the writable roots "
+        f"(change {_change_digest(file, edited)[:12]})",
         evidence=[
             approval_line(file, edited, host, context),
             *where,
