@@ -32,6 +32,18 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "real_vllm"
 START_TIMEOUT = 300.0
 EXIT_TIMEOUT = 90.0
 LOAD_SECONDS = 25.0
+STEPS = {
+    "start": "run the command and wait for it to exit",
+    "serve": "run the command; after /health answers 200, one chat request and one streamed completion; the log "
+             "as it stood then (the server was stopped with SIGTERM afterwards)",
+    "serve_load": "as serve, then four clients send greedy completions for 25 s; the log as it stood then",
+    "stop_sigterm": "after /health answers 200 and two requests: kill -TERM <pid of the API server>",
+    "kill_worker": "after /health answers 200 and two requests: kill -KILL <pid of the process titled VLLM::Worker>",
+    "kill_engine_core": "after /health answers 200 and two requests: kill -KILL <pid of the process titled "
+                        "VLLM::EngineCore>",
+    "kill_server": "after /health answers 200 and two requests: kill -KILL <pid of the API server>",
+    "hold_port": "first listen on 127.0.0.1:<port> from another process, then run the command",
+}
 
 
 def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
@@ -173,10 +185,11 @@ def _after_ready(case: Case, server: VllmServer, out: Path, neutral: Neutraliser
     if case.action == "serve_load":
         _load(server, LOAD_SECONDS)
         time.sleep(6)  # one more stats interval, so the last lines cover the load
-    status, metrics = http_get(f"{server.base_url}/metrics")
-    if status == 200:
-        (out / f"{case.id}.metrics.txt").write_text(neutral(metrics))
     if case.action in ("serve", "serve_load"):
+        status, metrics = http_get(f"{server.base_url}/metrics")
+        if status == 200:
+            (out / f"{case.id}.metrics.txt").write_text(neutral(metrics))
+            record.extra["metrics_file"] = f"{case.id}.metrics.txt"
         (out / record.log_file).write_text(neutral(server.log_path.read_text(errors="replace")))
         record.extra["stop_exit_code_after_sigterm"] = str(server.stop())
         return
@@ -275,6 +288,7 @@ def write_index(records: list[Record], out: Path, engine_version: str) -> None:
             f"id = {toml_string(case.id)}",
             f"file = {toml_string(record.log_file)}",
             f"provoked = {toml_string(case.provoked)}",
+            f"steps = {toml_string(STEPS[case.action])}",
             f"command = {toml_string(record.command)}",
             f"expected_class = {toml_string(case.expected_class)}",
             f"key_line = {toml_string(record.key_line)}",
@@ -303,6 +317,8 @@ def main(argv: list[str]) -> int:
         records = load_previous(arguments.out)
         for record in records.values():
             record.key_line = key_line(record.case, (arguments.out / record.log_file).read_text())
+            if (arguments.out / f"{record.case.id}.metrics.txt").exists():
+                record.extra["metrics_file"] = f"{record.case.id}.metrics.txt"
         write_index([records[case.id] for case in CASES if case.id in records], arguments.out,
                     engine_version(prepare()))
         return 0
@@ -352,6 +368,7 @@ def load_previous(out: Path) -> dict[str, Record]:
             "id",
             "file",
             "provoked",
+            "steps",
             "command",
             "expected_class",
             "key_line",
