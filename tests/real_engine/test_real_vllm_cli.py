@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from spine_helpers import agent_environment, run_agent
@@ -16,7 +17,7 @@ from support.real_engine import RealEngine, VllmServer, free_port, http_get
 
 
 def agent_json(*arguments: str | Path, environment: dict[str, str] | None = None,
-               timeout: float = 300.0) -> tuple[int, dict[str, object]]:
+               timeout: float = 300.0) -> tuple[int, dict[str, Any]]:
     completed = run_agent(*arguments, environment=environment, timeout=timeout)
     try:
         document = json.loads(completed.stdout)
