@@ -11,8 +11,9 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "engine-env"
 
 def run(*arguments: str, cache: Path) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "OPSLOOP_CACHE_DIR": str(cache)}
-    return subprocess.run([str(SCRIPT), *arguments], capture_output=True, text=True, env=environment, timeout=60,
-                          check=False)
+    return subprocess.run(
+        [str(SCRIPT), *arguments], capture_output=True, text=True, env=environment, timeout=60, check=False
+    )
 
 
 def test_unknown_engine_is_a_usage_error(tmp_path: Path) -> None:

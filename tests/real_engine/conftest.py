@@ -35,8 +35,9 @@ def real_engine() -> RealEngine:
     try:
         return prepare()
     except RealEngineUnavailable as error:
-        pytest.fail(f"the real engine could not be prepared (set {SKIP_VARIABLE}=1 to skip these tests "
-                    f"on purpose): {error}")
+        pytest.fail(
+            f"the real engine could not be prepared (set {SKIP_VARIABLE}=1 to skip these tests on purpose): {error}"
+        )
 
 
 @pytest.fixture(scope="session")

