@@ -8,9 +8,10 @@ A corpus part is an index TOML file, or a directory holding ``index.toml``, in e
 
 Entries without a ``split`` are reported under the part's name (the directory's name, or the index
 file's stem when it is not ``index``). The main corpus holds excerpts from public issue threads,
-split into ``tune`` and ``holdout``; a part in ``real_vllm/`` (logs of a real vLLM, when present) is
-reported on its own. For each part: accuracy overall and per true class, how many logs without a
-failure (``healthy``/``loading``) were called a failure, and how often each confidence band was right.
+split into ``tune`` and ``holdout``; the logs of a real vLLM provoked on this project's CPU engine
+environment (``tests/data/real_vllm``, see docs/real-engine.md) are reported on their own as ``real_vllm``.
+For each part: accuracy overall and per true class, how many logs without a failure (``healthy``,
+``loading``, ``stopped``) were called a failure, and how often each confidence band was right.
 
     python -m benchmarks.diagnosis_corpus                           # every part, misses of the tune split
     python -m benchmarks.diagnosis_corpus --corpus DIR_OR_INDEX     # any part (repeat for several)
@@ -39,6 +40,7 @@ from tools.logs.diagnose import DiagnosisHints, diagnose_text
 from tools.logs.library import NO_FAILURE_CLASSES
 
 CORPUS = REPO_ROOT / "tests" / "data" / "diagnosis_corpus"
+REAL_VLLM = REPO_ROOT / "tests" / "data" / "real_vllm"  # logs of a real vLLM (CPU build), with their commands
 CALIBRATION = REPO_ROOT / "tools" / "logs" / "calibration.toml"
 
 
@@ -228,7 +230,7 @@ def _parts(options: argparse.Namespace) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     for corpus in corpora:
         entries += load_part(corpus)
-    real_vllm = options.real_vllm or (CORPUS / "real_vllm" if not options.corpus else None)
+    real_vllm = options.real_vllm or (REAL_VLLM if not options.corpus else None)
     if real_vllm is not None and index_path(real_vllm).is_file():
         entries += load_part(real_vllm, "real_vllm")
     return entries
@@ -260,14 +262,14 @@ def main(argv: list[str] | None = None) -> None:
         type=Path,
         action="append",
         help="A corpus part: a directory with index.toml or an index file ([[logs]] or [[cases]]); repeat "
-        "for several (default: the main corpus and its real_vllm part when present)",
+        "for several (default: the main corpus and the real_vllm part)",
     )
     parser.add_argument(
         "--real-vllm",
         type=Path,
         default=None,
         help="A directory of captured real-vLLM logs to report as the real_vllm part "
-        "(default: real_vllm/ of the main corpus when it exists and --corpus is not given)",
+        "(default: tests/data/real_vllm when --corpus is not given)",
     )
     parser.add_argument("--show-misses", default="tune", help="Comma-separated parts whose misses are listed")
     parser.add_argument(

@@ -41,6 +41,8 @@ CASES = [
     ("sglang-unknown.log", "unknown", "ImportError: libcudart.so.13", "sglang"),
     ("sglang-rejected-flag.log", "config_error", "error: unrecognized arguments: --reasoning_parser", "unknown"),
     ("vllm-attention-backend.log", "attention_backend_error", "is not valid for this configuration", "vllm"),
+    # A real vLLM (CPU build) stopped with SIGTERM after it was ready (tests/data/real_vllm).
+    ("../real_vllm/graceful-stop-sigterm.log", "stopped", "Shutting down", "vllm"),
 ]
 
 
@@ -55,7 +57,7 @@ def test_realistic_logs_are_classified(name: str, expected: str, key_text: str, 
     lines = path.read_text().splitlines()
     assert diagnosis.line_number is not None
     assert lines[diagnosis.line_number - 1].endswith(diagnosis.key_line)  # verbatim, right number
-    if expected not in ("healthy",):
+    if expected not in ("healthy", "stopped"):
         assert diagnosis.remedies, "every problem class comes with remedies"
     assert 0 < diagnosis.confidence < 1
 

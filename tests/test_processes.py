@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -99,3 +100,38 @@ def test_reconcile_and_stop_never_touch_a_reused_pid(tmp_path: Path) -> None:
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_stop_ends_the_group_members_left_when_the_leader_is_gone(tmp_path: Path) -> None:
+    """As vLLM's EngineCore and Worker outlive a killed API server: the spawned process's children live on in
+    its process group after the supervisor (the group leader) and the command are killed; stopping ends them."""
+    context = make_context(tmp_path)
+    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, sys.argv[1]]); time.sleep(600)"
+    record = start_process(context, name="engine", argv=[sys.executable, "-c", script, fake("sleeper.py")])
+    assert wait_for(lambda: "sleeper started" in Path(record.log_path).read_text())
+    supervisor = psutil.Process(record.pid)
+    command = supervisor.children()[0]
+    supervisor.kill()  # the leader first, so that nobody cleans up after the command
+    command.kill()
+    assert wait_for(lambda: not context.host.status(record.pid, record.create_time).alive)
+    assert wait_for(lambda: len(_group(record.pid)) == 1)
+    [orphan] = _group(record.pid)
+    assert orphan.ppid() != command.pid  # re-parented, as the real workers are
+
+    outcome = stop_process(record, context.host, grace_seconds=5, poll_seconds=0.05)
+
+    assert outcome.was_alive and outcome.sent_sigterm and outcome.stopped, outcome
+    assert str(orphan.pid) in outcome.message
+    assert wait_for(lambda: not _group(record.pid))
+
+
+def _group(pgid: int) -> list[psutil.Process]:
+    """Live (not zombie) members of a process group."""
+    members = []
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                members.append(process)
+        except (psutil.Error, OSError):
+            continue
+    return members

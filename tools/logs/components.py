@@ -23,6 +23,7 @@ Component = Literal[
     "distributed",
     "attention",
     "model_config",
+    "tokenizer",
     "engine_args",
     "http_server",
     "scheduler",
@@ -73,6 +74,13 @@ _TABLE: list[tuple[Component, str, str]] = [
         r"transformers_utils/config|models/registry|configuration_utils|huggingface_hub|hf_transformers_utils",
         r"^(?:get_config|_try_inspect\w*)$",
     ),
+    # Loading the model's tokenizer (vLLM's tokenizer registry, transformers' tokenizer classes, SGLang's
+    # get_tokenizer).
+    (
+        "tokenizer",
+        r"/tokenizers/(?:registry|hf)\.py|transformers/tokenization_|models/auto/tokenization_auto",
+        r"^(?:get_tokenizer|cached_get_tokenizer|\w*tokenizer_from_config)$",
+    ),
     # The engine's own checks of its arguments and of their combination (vLLM's EngineArgs and config
     # classes, SGLang's ServerArgs).
     ("engine_args", r"arg_utils|server_args|vllm/config(?:\.py|/)|/argparse\.py", r"^$"),
@@ -93,6 +101,7 @@ _LEAVES: tuple[Component, ...] = (
     "distributed",
     "attention",
     "model_config",
+    "tokenizer",
     "engine_args",
 )
 INNERMOST_FRAMES = 8

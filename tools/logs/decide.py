@@ -34,6 +34,7 @@ class Decision:
     alternatives: list[Alternative] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     decided_by: DecidedBy = "rules"
+    lines_around: list[str] = field(default_factory=list)
 
 
 def _strength(evidence: Evidence) -> tuple[int, float, int]:

@@ -13,8 +13,11 @@ engine printed near the failure becomes ``engine_hints`` with machine-usable act
 (:mod:`tools.logs.hints`).
 
 Lifecycle rules: once the engine said it was ready only what came after counts; an exited process is
-never ``healthy``; a log that ends in a traceback is never ``loading``; death after ready is reported
-as the finding ``died_after_ready``.
+never ``healthy``; an orderly shutdown after ready with nothing wrong before it is ``stopped``; a log that ends
+in a traceback is never ``loading``; death after ready is reported as the finding ``died_after_ready`` with
+the lines around it. How the process ended comes from the caller (``DiagnosisHints``), else from the last line
+the agent's process supervisor writes into the log; the kernel's OOM-killer lines for the engine's processes
+decide ``process_killed``.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from tools.logs.evidence import (
 )
 from tools.logs.features import FailureContext, failure_features, has_error_text
 from tools.logs.hints import engine_hints
+from tools.logs.kernel import kernel_evidence
 from tools.logs.learned import LearnedModel, load_model
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
-from tools.logs.lifecycle import no_failure_decision
+from tools.logs.lifecycle import no_failure_decision, supervisor_exit
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
 from tools.logs.root_rules import hint_evidence, root_evidence
@@ -52,6 +56,8 @@ __all__ = ["Alternative", "Diagnoser", "Diagnosis", "DiagnosisHints", "Remedy", 
 HINT_LINES_BEFORE = 3
 HINT_LINES_AFTER = 30
 ROOT_FRAMES = 6
+AROUND_BEFORE = 4  # lines shown before and after a death that followed the ready line
+AROUND_AFTER = 8
 
 
 @dataclass
@@ -84,7 +90,10 @@ class Diagnoser:
         self, window: LogWindow, hints: DiagnosisHints, library: SignatureLibrary, model: LearnedModel | None = None
     ) -> None:
         self.window = window
-        self.hints = hints
+        written = supervisor_exit(window) if hints.exit_code is None else None
+        self.hints = (
+            hints if written is None else hints.model_copy(update={"exit_code": written, "process_alive": False})
+        )
         self.library = library
         self.model = model if model is not None else load_model()
         self.engine: EngineGuess = hints.engine or detect_engine(window)
@@ -119,6 +128,7 @@ class Diagnoser:
             if phase.phase == "drafter":
                 found += drafter_load_evidence(found, self.library)
         found += exit_evidence(self.hints.exit_code, len(self.window.lines) - 1, self.library)
+        found += kernel_evidence(self.hints.kernel_lines, len(self.window.lines) - 1, self.library)
         if root is not None and not any(item.diagnosis_class not in NO_FAILURE_CLASSES for item in found):
             found.append(
                 Evidence(
@@ -166,6 +176,8 @@ class Diagnoser:
         elif ready is not None:
             exited = self.hints.exit_code is not None or self.hints.process_alive is False
             decision.findings.append("died_after_ready" if exited else "failed_after_ready")
+        if {"died_after_ready", "failed_after_ready"} & set(decision.findings):
+            decision.lines_around = self._around(decision.index)
         if events.ends_in_traceback and "ends_in_traceback" not in decision.findings:
             decision.findings.append("ends_in_traceback")
         return RulesOutcome(decision, root, events, age, ready)
@@ -212,6 +224,7 @@ class Diagnoser:
         window, index = self.window, decision.index
         progress = last_progress(window, self.library)
         evidence = [self._cite(progress[0])] if progress is not None and progress[0] != index else []
+        evidence += [f"kernel: {line}" for line in self.hints.kernel_lines[-3:]]
         failure = decision.diagnosis_class not in NO_FAILURE_CLASSES
         hints = []
         if failure and index is not None:
@@ -239,8 +252,16 @@ class Diagnoser:
             alternatives=decision.alternatives,
             findings=decision.findings,
             decided_by=decision.decided_by,
+            lines_around=decision.lines_around,
+            exit_code=self.hints.exit_code,
             log_age_seconds=round(age, 1) if age is not None else None,
         )
+
+    def _around(self, index: int | None) -> list[str]:
+        if index is None:
+            return []
+        last = min(index + AROUND_AFTER + 1, len(self.window.lines))
+        return [self._cite(position) for position in range(max(index - AROUND_BEFORE, 0), last)]
 
     def _cite(self, index: int) -> str:
         number = self.window.numbers[index]

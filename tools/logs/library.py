@@ -31,9 +31,11 @@ DiagnosisClass = Literal[
     "warmup_failed",
     "config_error",
     "attention_backend_error",
+    "stopped",
     "unknown",
 ]
-NO_FAILURE_CLASSES: frozenset[str] = frozenset({"healthy", "loading"})
+# "stopped": the engine shut down in order (a stop request) after it was ready, with no failure before.
+NO_FAILURE_CLASSES: frozenset[str] = frozenset({"healthy", "loading", "stopped"})
 MilestoneStage = Literal[
     "launch",
     "distributed_init",
@@ -64,6 +66,7 @@ class RemedyAction(_Record):
     scale_flag: dict[str, float] = Field(default_factory=dict)
     unset_flag: list[str] = Field(default_factory=list)
     set_env: dict[str, str] = Field(default_factory=dict)
+    scale_env: dict[str, float] = Field(default_factory=dict)  # an integer variable multiplied, at least 1
     add_flags: list[str] = Field(default_factory=list)  # engine flags with no launch-config field, verbatim
     pick_free_port: bool = False
     needs_human: bool = False
@@ -123,6 +126,16 @@ class ReadyLine(_Record):
         return re.compile(self.pattern)
 
 
+class ShutdownLine(_Record):
+    """A line an engine's server prints when it shuts down in order (a stop request, not a failure)."""
+
+    pattern: str
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern)
+
+
 class ProgressLine(_Record):
     stage: str
     pattern: str
@@ -152,6 +165,7 @@ class SignatureLibrary(_Record):
     class_remedies: dict[DiagnosisClass, list[str]]  # for classes decided by structure, not a signature
     benign: list[Benign]
     ready: list[ReadyLine]
+    shutdown: list[ShutdownLine] = Field(default_factory=list)
     progress: list[ProgressLine]
     milestones: list[Milestone]
     signatures: list[Signature]

@@ -1,5 +1,7 @@
 """The class of a log without failure evidence, from how far the engine got and how the process ended.
 
+- an orderly shutdown of the HTTP server after the ready line (the library's shutdown lines) with no failure
+  before it is ``stopped``, whether or not the caller knows the process ended;
 - an exited process is never ``healthy`` (nor ``loading``): ``unknown`` with the finding
   ``died_after_ready`` or ``exited_during_start_up`` (a SIGKILL exit is decided as evidence earlier);
 - a ready line, or batches and answered requests, make it ``healthy``;
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from tools.hosts.supervise import LOG_PREFIX
 from tools.logs.calibration import Calibration
 from tools.logs.decide import Decision
 from tools.logs.library import DiagnosisClass, SignatureLibrary
@@ -23,6 +26,10 @@ from tools.logs.root_rules import phase_lead
 from tools.logs.signals import last_progress
 from tools.logs.window import LogWindow
 
+# Written by tools/hosts/supervise.py (``describe_exit``) when the process it runs ends.
+_SUPERVISOR_EXIT = re.compile(
+    re.escape(LOG_PREFIX) + r" process \d+ (?:exited with code (?P<code>-?\d+)|killed by \w+ \((?P<signal>\d+)\))"
+)
 _ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
 
 
@@ -50,6 +57,18 @@ def no_failure_decision(
 ) -> Decision:
     last = len(window.lines) - 1
     phase = last_phase(window, library)
+    shutdown = orderly_shutdown(window, library, ready)
+    if shutdown is not None:
+        code = "" if hints.exit_code is None else f" (exit code {hints.exit_code})"
+        return _decision(
+            calibration,
+            "stopped",
+            0.85,
+            shutdown,
+            f"The engine was ready and then shut down in order{code}, as on a stop request; no failure came first.",
+            [],
+            library,
+        )
     if hints.exit_code is not None or hints.process_alive is False:
         code = "" if hints.exit_code is None else f" with code {hints.exit_code}"
         if ready is not None:
@@ -163,6 +182,26 @@ def no_failure_decision(
         ["keep_waiting"],
         library,
     )
+
+
+def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
+    """Index of the first shutdown line after the ready line, or None (never ready, or no shutdown)."""
+    if ready is None:
+        return None
+    for index in range(ready + 1, len(window.lines)):
+        if any(line.regex.search(window.lines[index]) for line in library.shutdown):
+            return index
+    return None
+
+
+def supervisor_exit(window: LogWindow) -> int | None:
+    """The exit code the agent's process supervisor wrote as the log's last words (negative: the signal), or
+    None when the log has no such line (a log of a process started some other way, or still running)."""
+    for line in reversed(window.lines[-5:]):
+        match = _SUPERVISOR_EXIT.search(line)
+        if match is not None:
+            return int(match.group("code")) if match.group("code") else -int(match.group("signal"))
+    return None
 
 
 def _error_lines(window: LogWindow, library: SignatureLibrary, start: int) -> list[int]:

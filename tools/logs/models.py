@@ -80,6 +80,9 @@ class Diagnosis(BaseModel):
     alternatives: list[Alternative] = Field(default_factory=list)  # the next most likely classes
     findings: list[Finding] = Field(default_factory=list)
     decided_by: DecidedBy = "rules"  # "model" where no rule explained the error and the learned model did
+    # After a death or failure that followed the ready line: the log lines around it ("LINE: text").
+    lines_around: list[str] = Field(default_factory=list)
+    exit_code: int | None = None  # how the process ended, as the caller or the supervisor's last line said
 
 
 class DiagnosisHints(BaseModel):
@@ -91,3 +94,6 @@ class DiagnosisHints(BaseModel):
     process_alive: bool | None = None
     stale_after_seconds: float = 600.0
     seconds_since_output: float | None = None  # overrides the file's age when the caller knows better
+    # The kernel's words about the engine's processes (e.g. the OOM killer's "Killed process N"), see
+    # tools/logs/kernel.py; an OOM kill among them decides process_killed.
+    kernel_lines: list[str] = Field(default_factory=list)

@@ -13,7 +13,9 @@ Each rule reads one property of the first real error, never the wording of one k
   generation (``unsupported_arch``); a just-in-time build of an attention kernel that fails is too;
 - a tensor shape or size mismatch, or a missing weight, in a log whose engine runs speculative
   decoding is ``spec_decode_problem`` (draft and target disagree far more often than the target
-  alone is broken).
+  alone is broken);
+- a model that cannot be found while the speculative configuration is built is the drafter:
+  ``spec_decode_problem``, above the wording that names a missing model in general.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ _MISMATCH = re.compile(
     r"|is invalid for input of size|expanded size|mismatch(?:ed)? (?:in |between )?(?:shape|size|dim)",
     re.IGNORECASE,
 )
+_MODEL_MISSING = re.compile(
+    r"Invalid repository ID or local directory|Repo id must|does not exist|[Nn]o such file|not found|[Cc]annot find"
+    r"|[Cc]ould not (?:find|load)|is not a (?:local )?(?:folder|directory)"
+)
 _WEIGHT_NAME = re.compile(r"^'?[\w.]+\.(?:weight|bias|\w*scale\w*)'?")
 # Speculative decoding switched on: set in a configuration dump (SGLang's ServerArgs, vLLM's engine config
 # print "=None" when it is off), given on the command line, or named in messages and module paths.
@@ -84,6 +90,7 @@ _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "speculative": ("spec_decode_problem", 0.75),
     "weight_loader": ("model_load_error", 0.7),
     "model_config": ("model_load_error", 0.65),
+    "tokenizer": ("model_load_error", 0.7),
     "engine_args": ("config_error", 0.7),
     "kv_cache": ("cuda_oom", 0.65),
     "distributed": ("nccl_error", 0.65),
@@ -179,6 +186,13 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
         )
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
+    if component == "speculative" and _MODEL_MISSING.search(root.message):
+        add(
+            "spec_decode_problem",
+            SPECULATIVE_MISMATCH_PRIORITY,
+            0.8,
+            "a model that cannot be found while the speculative configuration is built: the drafter's path",
+        )
     if component != "speculative" and _mismatch(root) and speculative_in_use(window):
         add(
             "spec_decode_problem",
