@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools.base import AnyTool, ToolRegistry
-from tools.bench.tools import CheckCorrectnessTool, RunBenchTool
+from tools.bench.tools import CheckCorrectnessTool, CheckLosslessTool, RunBenchTool
 from tools.cluster.preflight import CheckNodesTool
 from tools.deploy.tools import LaunchDeploymentTool, RenderDeploymentTool
 from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
@@ -33,6 +33,7 @@ def default_tools() -> list[AnyTool]:
         RevertPatchTool(),
         RunBenchTool(),
         CheckCorrectnessTool(),
+        CheckLosslessTool(),
         ShellTool(),
         TrainDrafterTool(),
         DrafterStatusTool(),

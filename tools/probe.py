@@ -219,7 +219,7 @@ class ProbeSystemTool(Tool[ProbeSystemArgs, ProbeSystemOutput]):
         python = context.settings.engine_python  # one home: launches and benchmarks use the same one
         disk_path = args.model_path or context.state.model.path or str(context.host.working_dir())
         gpu = context.host.probe_gpus()
-        roots = sorted({str(Path(path).parent) for path in args.model_paths})
+        roots = sorted({str(Path(path).expanduser().parent) for path in args.model_paths})
         facts, error = gather_facts(context.host, python, disk_path, model_roots=roots)
         notes: list[str] = []
         fallback = sys.executable if context.host.shares_agent_files else "python3"

@@ -1,4 +1,4 @@
-"""The run_bench and check_correctness tools."""
+"""The run_bench, check_correctness and check_lossless tools."""
 
 from __future__ import annotations
 
@@ -12,6 +12,15 @@ from pydantic import BaseModel, Field
 from tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolOutput
 from tools.bench import sglang_backend
 from tools.bench.correctness import PROBES, CorrectnessVerdict, ProbeUnanswered, run_probes
+from tools.bench.lossless import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MIN_PREFIX_FRACTION,
+    PROMPTS,
+    LosslessRequestFailed,
+    LosslessVerdict,
+    compare,
+    greedy_outputs,
+)
 from tools.bench.prompts import EndpointKind
 from tools.bench.record import record_benchmark, record_correctness
 from tools.bench.runner import BenchParams, BenchRun, LevelReport, run_sweep
@@ -258,3 +267,57 @@ class CheckCorrectnessTool(Tool[CheckCorrectnessArgs, CheckCorrectnessOutput]):
         record_correctness(context.state, verdict, args.base_url)
         context.checkpoint()
         return CheckCorrectnessOutput(verdict=verdict)
+
+
+class CheckLosslessArgs(ToolArgs):
+    base_url: str = Field(description="Scheme, host and port of the server, e.g. http://127.0.0.1:30000")
+    model: str = Field(description="Model name as served")
+    reference: list[str] | None = Field(
+        default=None,
+        description="The baseline's outputs from an earlier call (its 'outputs'); omit on the baseline to record them",
+    )
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=8, le=1024)
+    min_prefix_fraction: float = Field(
+        default=DEFAULT_MIN_PREFIX_FRACTION,
+        gt=0.0,
+        le=1.0,
+        description="Tolerance for numerics: each output must share at least this fraction of the baseline's text",
+    )
+
+
+class CheckLosslessOutput(ToolOutput):
+    verdict: LosslessVerdict
+
+
+class CheckLosslessTool(Tool[CheckLosslessArgs, CheckLosslessOutput]):
+    name = "check_lossless"
+    description = (
+        "The lossless gate for speculative decoding: greedy completions of a few fixed prompts. On the baseline "
+        "(no reference) it records them; on a speculative configuration (reference = the baseline's outputs) it "
+        "compares, and a divergence beyond the tolerance for numerics means the configuration changes the "
+        "output and is wrong, whatever its speed. Works with any weights, random ones included."
+    )
+    args_model = CheckLosslessArgs
+    output_model = CheckLosslessOutput
+    timeout_seconds = 900.0
+
+    def run(self, args: CheckLosslessArgs, context: ToolContext) -> CheckLosslessOutput:
+        if args.reference is not None and len(args.reference) != len(PROMPTS):
+            raise ToolError(
+                f"reference must hold {len(PROMPTS)} outputs (one per gate prompt), not {len(args.reference)}"
+            )
+        try:
+            outputs = asyncio.run(greedy_outputs(args.base_url, args.model, args.max_tokens))
+        except (LosslessRequestFailed, ValueError) as error:
+            raise ToolError(f"the lossless gate could not ask the server: {error}") from None
+        if args.reference is None:
+            verdict = LosslessVerdict(
+                compared=False,
+                passed=True,
+                min_prefix_fraction=args.min_prefix_fraction,
+                outputs=outputs,
+                summary=f"recorded the greedy outputs of {len(outputs)} prompts as the reference",
+            )
+        else:
+            verdict = compare(args.reference, outputs, args.min_prefix_fraction)
+        return CheckLosslessOutput(verdict=verdict)

@@ -41,7 +41,8 @@ _TABLE: list[tuple[Component, str, str]] = [
     ),
     (
         "speculative",
-        r"/speculative/|/spec_decode/|eagle|medusa|/draft|_mtp|proposer|ngram_worker|config/speculative",
+        r"/speculative/|/spec_decode/|eagle|medusa|/draft|_mtp|proposer|ngram_worker|config/speculative"
+        r"|rejection_sampl",
         r"draft|eagle|speculative|propose",
     ),
     ("quantization", r"/quantization/|fp8|marlin|awq|gptq|w8a8|modelopt|compressed_tensors|mxfp4", r"quant"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from agent.actions import Ask
 from agent.policies.runbook.calls import SPECULATIVE_PURPOSES
 from agent.policies.runbook.progress import Attempt, RunbookProgress
-from agent.policies.runbook.remedies import applicable, apply_remedy
+from agent.policies.runbook.remedies import applicable, apply_remedy, for_device
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
 from tools.engines.launch_io import LaunchEngineOutput
@@ -92,11 +92,12 @@ def _apply_next_remedy(
     for remedy in diagnosis.remedies:
         if remedy.id in tried:
             continue
-        if not applicable(remedy.action):
-            if remedy.action.get("needs_human"):
+        action = for_device(remedy.action, progress.base_config, progress.cpu_kv_space_max_gib)
+        if not applicable(action):
+            if action.get("needs_human"):
                 human_only.append(remedy.text)
             continue
-        new_config, changes = apply_remedy(progress.base_config, remedy.action)
+        new_config, changes = apply_remedy(progress.base_config, action)
         tried.append(remedy.id)
         if not changes:
             continue

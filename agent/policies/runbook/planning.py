@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from agent.actions import Ask
-from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
+from agent.policies.runbook.cpu_plan import CpuPlanRefused, plan_cpu
+from agent.policies.runbook.goal import GoalSpec, parse_goal, pick_drafter, pick_target
 from agent.policies.runbook.progress import RunbookProgress
+from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
 from tools.cluster.preflight import CheckNodesOutput
 from tools.engines.config import DEFAULT_PORTS
+from tools.records import ModelInfo
 
 
 def _ask(progress: RunbookProgress, kind: str, question: str, evidence: list[str], hypothesis: str) -> Ask:
@@ -60,18 +63,11 @@ def _multi_node(state: ProjectState, progress: RunbookProgress) -> str:
     return f" across {len(cluster.nodes)} nodes (init {cluster.init_address}; NCCL_SOCKET_IFNAME {interfaces})"
 
 
-def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
+def plan(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings | None = None) -> Ask | None:
     """Check that the goal can be met on this host and write the baseline config; None when ready to launch."""
     environment, goal = state.environment, parse_goal(state.goal)
     if not environment.gpus:
-        return _ask(
-            progress,
-            "infeasible",
-            "No NVIDIA GPU is usable on this host, so no engine can be served "
-            "here. Which host should I use, or can the driver be fixed?",
-            [environment.gpu_probe_error or "probe found no GPUs"],
-            "no driver or no GPU on this machine",
-        )
+        return _plan_without_gpu(state, progress, settings or RunbookSettings())
     faulty = [
         f"GPU {gpu.index} {gpu.name}: Xid {', '.join(gpu.xid_errors) or 'none'}, uncorrected ECC "
         f"{gpu.ecc_errors_uncorrected or 0}"
@@ -119,7 +115,7 @@ def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
             [f"packages: {environment.packages}"],
             "the engine environment is not set up",
         )
-    progress.engine, progress.speculative_wanted = engine, goal.speculative
+    progress.engine = engine
     progress.target_path, progress.served_model = target.path, target.name
     progress.base_config = {
         "engine": engine,
@@ -131,15 +127,52 @@ def plan(state: ProjectState, progress: RunbookProgress) -> Ask | None:
         "enable_metrics": True,
     }
     across = _multi_node(state, progress)
-    drafter = pick_drafter(target, environment.models) if goal.speculative else None
-    progress.offshelf_drafter = drafter.path if drafter else None
-    state.model = target.model_copy()
-    _write_tasks(state, progress)
+    drafter = _take_target(state, progress, target, goal)
     state.add_finding(
         f"plan: serve {target.name} with {engine} on {gpu_count} GPUs (TP {gpu_count}){across}"
         + (f"; try drafter {drafter.name}" if drafter else "")
     )
+    return None
+
+
+def _take_target(state: ProjectState, progress: RunbookProgress, target: ModelInfo, goal: GoalSpec) -> ModelInfo | None:
+    """The plan's common end: the target, the off-the-shelf drafter when speculation is wanted, the tasks."""
+    drafter = pick_drafter(target, state.environment.models) if goal.speculative else None
+    progress.speculative_wanted = goal.speculative
+    progress.offshelf_drafter = drafter.path if drafter else None
+    state.model = target.model_copy()
+    _write_tasks(state, progress)
     progress.phase, progress.purpose = "launch", "baseline"
+    return drafter
+
+
+def _plan_without_gpu(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> Ask | None:
+    """A CPU deployment when the engine and the memory allow one (cpu_plan.py); else the question of a host
+    without a GPU, with the reason."""
+    environment, goal = state.environment, parse_goal(state.goal)
+    target = pick_target(goal, environment.models)
+    why = "no model directory found for the goal" if target is None or not target.path else ""
+    if target is not None and target.path and goal.engine not in (None, "vllm"):
+        why = f"the goal asks for {goal.engine}, which has no CPU build"
+    if not why and target is not None:
+        try:
+            plan_cpu(state, progress, target, settings)
+        except CpuPlanRefused as refused:
+            why = str(refused)
+    if why or target is None:
+        return _ask(
+            progress,
+            "infeasible",
+            "No NVIDIA GPU is usable on this host, and I cannot serve the model on its CPU. Which host should I "
+            "use, or can the driver be fixed?",
+            [environment.gpu_probe_error or "probe found no GPUs", f"no CPU deployment: {why}"],
+            "no driver or no GPU on this machine",
+        )
+    progress.engine = "vllm"
+    progress.target_path, progress.served_model = target.path, target.name
+    drafter = _take_target(state, progress, target, goal)
+    if drafter is not None:
+        state.add_finding(f"plan: then try the drafter {drafter.name} ({drafter.path})")
     return None
 
 

@@ -18,6 +18,7 @@ Phase = Literal[
     "plan",
     "launch",
     "verify",
+    "lossless",
     "bench",
     "advance",
     "stop",
@@ -88,6 +89,10 @@ class RunbookProgress(BaseModel):
     chosen: Purpose | None = None  # the configuration kept at the end
     changes: list[str] = Field(default_factory=list)  # what was changed and why, for the report
     node_env: dict[str, dict[str, str]] = Field(default_factory=dict)  # multi-node: each host's NCCL settings
+    device: Literal["gpu", "cpu"] = "gpu"  # where the engine runs (cpu_plan.py plans a CPU deployment)
+    cpu_kv_space_max_gib: int | None = None  # the most KV-cache GiB the NUMA nodes leave room for (CPU)
+    lossless_reference: list[str] = Field(default_factory=list)  # the baseline's greedy outputs (lossless gate)
+    rejected: dict[str, str] = Field(default_factory=dict)  # purpose -> why its configuration was wrong
 
     @classmethod
     def load(cls, state: ProjectState) -> RunbookProgress:

@@ -1,7 +1,9 @@
 """Applying one diagnosed remedy to an engine launch configuration.
 
 Remedies come from diagnose_log as data (``tools/logs/signatures.toml``): set, adjust, scale or unset
-a launch-config field (dotted for nested ones), set environment variables, or move to a free port.
+a launch-config field (dotted for nested ones), set or scale environment variables, or move to a free port.
+On the CPU (:func:`for_device`) the memory fraction is not what sizes the KV cache: a remedy that lowers or
+raises it changes ``VLLM_CPU_KVCACHE_SPACE`` instead (halved, or doubled up to what the NUMA nodes hold).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def applicable(action: dict[str, Any]) -> bool:
     if action.get("needs_human"):
         return False
     return any(
-        action.get(key) for key in ("set_flag", "adjust_flag", "scale_flag", "unset_flag", "set_env", "pick_free_port")
+        action.get(key)
+        for key in ("set_flag", "adjust_flag", "scale_flag", "unset_flag", "set_env", "scale_env", "pick_free_port")
     )
 
 
@@ -77,8 +80,31 @@ def apply_remedy(config: dict[str, Any], action: dict[str, Any]) -> tuple[dict[s
         if environment.get(name) != value:
             environment[name] = value
             changes.append(f"{name}={value}")
+    for name, factor in (action.get("scale_env") or {}).items():
+        if name in environment and environment[name].isdigit():
+            scaled = str(max(1, int(int(environment[name]) * float(factor))))
+            if scaled != environment[name]:
+                changes.append(f"{name}: {environment[name]} -> {scaled}")
+                environment[name] = scaled
     new["env"] = environment
     if action.get("pick_free_port"):
         new["port"] = free_port()
         changes.append(f"port={new['port']}")
     return new, changes
+
+
+CPU_KV_SPACE = "VLLM_CPU_KVCACHE_SPACE"
+
+
+def for_device(action: dict[str, Any], config: dict[str, Any], kv_space_max_gib: int | None) -> dict[str, Any]:
+    """The action as it applies where the engine runs: on the CPU (the launch sets the KV space), a change of
+    the memory fraction becomes a change of the KV space, an integer number of GiB at least 1 and at most
+    ``kv_space_max_gib``."""
+    current = str((config.get("env") or {}).get(CPU_KV_SPACE, ""))
+    delta = (action.get("adjust_flag") or {}).get("mem_fraction")
+    if not current.isdigit() or delta is None:
+        return action
+    adjusted = {key: value for key, value in action["adjust_flag"].items() if key != "mem_fraction"}
+    wanted = int(current) * 2 if float(delta) > 0 else int(current) // 2
+    space = max(1, min(wanted, kv_space_max_gib or wanted))
+    return {**action, "adjust_flag": adjusted, "set_env": {**(action.get("set_env") or {}), CPU_KV_SPACE: str(space)}}

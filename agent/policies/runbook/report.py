@@ -1,8 +1,9 @@
-"""The closing report: baseline vs final, what was changed and why, and where things stand."""
+"""The closing report: the engine, baseline vs final, each drafter tried (its figures and acceptance, or why it
+was dropped), why the kept configuration was kept, what was changed and why, and where things stand."""
 
 from __future__ import annotations
 
-from agent.policies.runbook.choices import measured
+from agent.policies.runbook.choices import measured, speedup
 from agent.policies.runbook.progress import RunbookProgress
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
@@ -13,9 +14,47 @@ def _figures(state: ProjectState, progress: RunbookProgress, purpose: str) -> st
     parts = [
         f"single-stream {values['single_stream_tok_s']:.1f} tok/s" if values["single_stream_tok_s"] else "",
         f"peak {values['peak_tok_s']:.0f} tok/s" if values["peak_tok_s"] else "",
-        f"acceptance length {values['accept_length']:.2f}" if values["accept_length"] else "",
+        f"acceptance length {values['accept_length']:.2f}" if values["accept_length"] is not None else "",
     ]
     return ", ".join(part for part in parts if part) or "not measured"
+
+
+def _engine(state: ProjectState, progress: RunbookProgress) -> str:
+    """The engine release serving, its distribution, and where it runs."""
+    engine = progress.engine or "?"
+    install = state.environment.engine_installs.get(engine)
+    version = state.environment.packages.get(engine) or (install.version if install else None) or "version unknown"
+    distribution = (
+        f" (distribution {install.distribution})" if install and install.distribution not in (None, engine) else ""
+    )
+    config = progress.base_config
+    if progress.device == "cpu":
+        space = (config.get("env") or {}).get("VLLM_CPU_KVCACHE_SPACE")
+        where = f"on the CPU, TP {config.get('tp_size')} (one rank per NUMA node), KV cache {space} GiB"
+    else:
+        where = f"on {config.get('tp_size', '?')} GPU(s)"
+    return f"{engine} {version}{distribution} {where}"
+
+
+def _why_baseline(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> str:
+    """Why no drafter was kept: each one's gain and acceptance, or why it was dropped."""
+    reasons = []
+    for purpose in ("offshelf", "trained"):
+        if purpose in progress.rejected:
+            reasons.append(f"the {purpose} drafter changed the greedy output (lossless gate)")
+            continue
+        ratio = speedup(state, progress, purpose)
+        if ratio is None:
+            continue
+        accept = measured(state, progress, purpose)["accept_length"]
+        accepted = (
+            f", acceptance length {accept:.2f} (1.00 means no drafted token is accepted)" if accept is not None else ""
+        )
+        reasons.append(f"the {purpose} drafter reached {ratio:.2f}x of its single-stream throughput{accepted}")
+    tried = "; ".join(reasons) or "no drafter configuration could be measured"
+    return (
+        f"a drafter is kept only with a single-stream gain of at least {settings.speculative_gain_needed:.2f}x: {tried}"
+    )
 
 
 def final_report(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> str:
@@ -23,11 +62,14 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
     lines = [
         f"Goal: {state.goal}",
         f"Serving {progress.served_model} with {progress.engine} at {progress.base_url} (configuration: {chosen}).",
+        f"Engine: {_engine(state, progress)}.",
         "",
         f"Baseline: {_figures(state, progress, 'baseline')}.",
     ]
     for purpose, title in (("offshelf", "Off-the-shelf drafter"), ("trained", "Trained drafter")):
-        if f"{purpose} single" in progress.benchmarks:
+        if purpose in progress.rejected:
+            lines.append(f"{title}: dropped, its output differs from the baseline's ({progress.rejected[purpose]}).")
+        elif f"{purpose} single" in progress.benchmarks:
             lines.append(f"{title}: {_figures(state, progress, purpose)}.")
     if chosen != "baseline":
         lines.append(
@@ -35,7 +77,7 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
             f"{settings.speculative_gain_needed:.2f}x over the baseline)."
         )
     elif progress.speculative_wanted:
-        lines.append("Kept: the baseline; no drafter beat it on single-stream throughput.")
+        lines.append(f"Kept: the baseline; {_why_baseline(state, progress, settings)}.")
     if progress.training.notes:
         lines.append(f"Drafter training: {'; '.join(progress.training.notes)}.")
     lines += ["", f"Launch attempts: {len(progress.attempts)}."]

@@ -18,6 +18,10 @@ class RunbookSettings(BaseModel):
     """Concurrency of the peak benchmark."""
     peak_prompts: int = Field(256, ge=2)
     """Requests of the peak benchmark."""
+    expect_sensible_answers: bool = True
+    """Whether the model answers the correctness probe's facts (2 + 2, capitals). False for a model that is not
+    trained to (random or test weights): wrong answers then do not block the baseline, and speculative
+    configurations are judged by the lossless gate (the baseline's greedy output) alone."""
     speculative_gain_needed: float = Field(1.05, ge=1.0)
     """Speculation is kept only when single-stream output tok/s beats the baseline by this factor."""
     max_attempts: int = Field(8, ge=1)
