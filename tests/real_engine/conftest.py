@@ -9,12 +9,12 @@ fails them, so a broken set-up is never mistaken for a pass.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.real_engine import RealEngine, RealEngineUnavailable, VllmServer, prepare, start_ready
+from support.agent_engine import AgentEngine, end_engines, engine_config, launch_ready
+from support.real_engine import RealEngine, RealEngineUnavailable, prepare
 
 SKIP_VARIABLE = "OPSLOOP_SKIP_REAL_ENGINE"
 
@@ -41,23 +41,24 @@ def real_engine() -> RealEngine:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(real_engine: RealEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
-    """One healthy vLLM server with the tiny model for the whole session."""
-    log_path = tmp_path_factory.mktemp("real-vllm") / "vllm.log"
-    server = start_ready(real_engine, log_path, ["--max-model-len", "1024"])
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def died_after_ready(real_engine: RealEngine, tmp_path_factory: pytest.TempPathFactory) -> tuple[int | None, Path]:
-    """A server that became ready and whose VLLM::Worker was then killed with SIGKILL: (exit code, log)."""
-    log_path = tmp_path_factory.mktemp("real-vllm-died") / "vllm.log"
-    server = start_ready(real_engine, log_path, ["--max-model-len", "1024"])
+def baseline(real_engine: RealEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentEngine]:
+    """One vLLM with the tiny model for the whole session, launched by the agent's launch_engine (eager: the
+    tests that share it are about behaviour, not speed), stopped by its stop_engine at the end."""
+    state_dir = tmp_path_factory.mktemp("baseline") / "state"
+    engine = launch_ready(real_engine, state_dir, "baseline", engine_config(real_engine, disable_cuda_graph=True))
+    yield engine
     try:
-        killed = server.signal_children("VLLM::Worker", signal.SIGKILL)
-        assert killed, "no VLLM::Worker process found"
-        exit_code = server.wait_exit(120)
+        engine.tool("stop_engine", {"name": engine.name, "grace_seconds": 30})
     finally:
-        server.stop()
-    return exit_code, log_path
+        end_engines(state_dir)
+
+
+@pytest.fixture(scope="session")
+def baseline_reference(baseline: AgentEngine) -> list[str]:
+    """The baseline's greedy outputs on the lossless gate's prompts, recorded by check_lossless."""
+    document = baseline.tool("check_lossless", {"base_url": baseline.base_url, "model": baseline.served_model})
+    assert document["ok"], document
+    verdict = document["output"]["verdict"]
+    assert verdict["compared"] is False and len(verdict["outputs"]) == 4
+    outputs: list[str] = verdict["outputs"]
+    return outputs

@@ -81,10 +81,12 @@ def compare(reference: list[str], outputs: list[str], min_prefix_fraction: float
             f"before {min_prefix_fraction:.0%} of their text (worst: {worst.prompt!r} parts at character "
             f"{worst.first_difference} of {len(worst.reference)}); the configuration changes the output"
         )
+    elif identical_count == len(agreements):
+        summary = f"lossless gate passed: all {len(agreements)} greedy outputs identical to the baseline's"
     else:
         summary = (
             f"lossless gate passed: {identical_count} of {len(agreements)} greedy outputs identical to the baseline's, "
-            f"the rest agree on at least {min_prefix_fraction:.0%} of their text"
+            f"the rest agree on at least {min_prefix_fraction:.0%} of their text (a late flip: numerics)"
         )
     return LosslessVerdict(
         compared=True,

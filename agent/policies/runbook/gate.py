@@ -60,8 +60,8 @@ def goes_on_despite_wrong_answers(
     if settings.expect_sensible_answers:
         return False
     state.add_finding(
-        f"{progress.purpose}: {verdict.summary}; not blocking: the model is not expected to answer "
-        "(expect_sensible_answers = false), the lossless gate checks the output instead",
+        f"{progress.purpose}: {verdict.passed_count} of {verdict.total} probe answers right; not blocking, the "
+        "model is not expected to answer (expect_sensible_answers = false): the lossless gate checks the output",
         evidence=[f"{item.name}: {item.answer[:80]!r}" for item in verdict.results[:2]],
     )
     return True
