@@ -2,20 +2,22 @@
 
 The server is the tiny test model on the engine environment of ``scripts/ci-real-engine-setup`` (made on first
 use: a few minutes), compiled as a deployment would run it, ``VLLM_CPU_KVCACHE_SPACE=1``, max model length
-1024. Each client runs as its own process against it, one after the other, alternating (opsloop, vLLM,
-opsloop, vLLM) so that drift of a shared machine falls on both:
+1024. Each client runs as its own process against it, one after the other, in ``rounds`` rounds whose order
+alternates (opsloop first, then vLLM first, ...) so that drift of a shared machine falls on both:
 
 - ``long``: ``requests`` requests of ``input-len`` prompt tokens and ``output-len`` output tokens at
-  ``concurrency``; TTFT, ITL and output throughput of the two clients are compared on this run;
+  ``concurrency``; TTFT, ITL and output throughput of the two clients are compared on these runs;
 - ``short``: the same with 8 output tokens. Client CPU per streamed token = (CPU(long) - CPU(short)) /
   (requests x (output-len - 8)): start-up and per-request costs cancel out.
+
+Each figure reported is the median over the rounds; every run is in the output too.
 
 vLLM's client is ``vllm.benchmarks.serve`` run through its module (the ``vllm`` console script of vllm-cpu
 fails: docs/real-engine.md), ``--backend openai --dataset-name random --ignore-eos``; opsloop's is
 ``agent bench --endpoint completions --no-correctness``. Client CPU is user + system time of the client
 process (``RUSAGE_CHILDREN`` around it; the server was started in another session and is not waited for).
 
-    python -m benchmarks.real_engine_bench [--requests 32 --concurrency 4 --input-len 128 --output-len 128]
+    python -m benchmarks.real_engine_bench [--rounds 3 --requests 48 --concurrency 4 --input-len 128 --output-len 256]
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 from benchmarks.clients import ClientRun, Load, _measured
 from benchmarks.common import REPO_ROOT, child_environment, emit, machine, note
@@ -124,27 +126,44 @@ def per_token_us(long: ClientRun, short: ClientRun) -> float:
     return (long.cpu_seconds - short.cpu_seconds) / tokens * 1e6
 
 
-def compare(opsloop: ClientRun, reference: ClientRun) -> dict[str, Any]:
-    def ratio(ours: float | None, theirs: float | None) -> float | None:
-        return None if not ours or not theirs else round(ours / theirs - 1, 4)
+def medians(rounds: list[dict[str, ClientRun]]) -> dict[str, float | None]:
+    """One client's figures, each the median over the rounds."""
+
+    def median(values: list[float | None]) -> float | None:
+        known = sorted(value for value in values if value is not None)
+        return round(statistics.median(known), 3) if known else None
 
     return {
-        "ttft_median_ms_difference": None
-        if opsloop.ttft_median_ms is None or reference.ttft_median_ms is None
-        else round(opsloop.ttft_median_ms - reference.ttft_median_ms, 2),
-        "itl_median_ms_difference": None
-        if opsloop.itl_median_ms is None or reference.itl_median_ms is None
-        else round(opsloop.itl_median_ms - reference.itl_median_ms, 3),
-        "output_throughput_relative": ratio(opsloop.output_throughput, reference.output_throughput),
+        "cpu_per_token_us": median([per_token_us(run["long"], run["short"]) for run in rounds]),
+        "ttft_median_ms": median([run["long"].ttft_median_ms for run in rounds]),
+        "itl_median_ms": median([run["long"].itl_median_ms for run in rounds]),
+        "output_throughput": median([run["long"].output_throughput for run in rounds]),
+        "client_cpu_seconds_long": median([run["long"].cpu_seconds for run in rounds]),
+    }
+
+
+def compare(opsloop: dict[str, float | None], reference: dict[str, float | None]) -> dict[str, float | None]:
+    def difference(key: str) -> float | None:
+        ours, theirs = opsloop[key], reference[key]
+        return None if ours is None or theirs is None else round(ours - theirs, 3)
+
+    ours, theirs = opsloop["output_throughput"], reference["output_throughput"]
+    cpu_ours, cpu_theirs = opsloop["cpu_per_token_us"], reference["cpu_per_token_us"]
+    return {
+        "ttft_median_ms_difference": difference("ttft_median_ms"),
+        "itl_median_ms_difference": difference("itl_median_ms"),
+        "output_throughput_relative": round(ours / theirs - 1, 4) if ours and theirs else None,
+        "cpu_per_token_ratio": round(cpu_theirs / cpu_ours, 2) if cpu_ours and cpu_theirs else None,
     }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=48)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--input-len", type=int, default=128)
-    parser.add_argument("--output-len", type=int, default=128)
+    parser.add_argument("--output-len", type=int, default=256)
     parser.add_argument("--port", type=int, default=0, help="Server port (default: a free one)")
     options = parser.parse_args(argv)
     paths = prepare()
@@ -159,11 +178,19 @@ def main(argv: list[str] | None = None) -> None:
         base_url = f"http://127.0.0.1:{port}"
         try:
             run_opsloop(base_url, model, short)  # the server's first requests are slower: warm both paths
-            runs: dict[str, dict[str, ClientRun]] = {"opsloop": {}, "vllm": {}}
-            for name, load in (("long", long), ("short", short)):
-                note(f"{name} run: opsloop, then vllm bench serve")
-                runs["opsloop"][name] = run_opsloop(base_url, model, load)
-                runs["vllm"][name] = run_vllm(python, base_url, model, load, scratch)
+            runs: dict[str, list[dict[str, ClientRun]]] = {"opsloop": [], "vllm": []}
+            for number in range(options.rounds):
+                clients = ["opsloop", "vllm"] if number % 2 == 0 else ["vllm", "opsloop"]
+                for client in clients:
+                    note(f"round {number + 1}: {client}")
+                    runs[client].append(
+                        {
+                            name: run_opsloop(base_url, model, load)
+                            if client == "opsloop"
+                            else run_vllm(python, base_url, model, load, scratch)
+                            for name, load in (("long", long), ("short", short))
+                        }
+                    )
             version = _server_version(base_url)
         finally:
             os.killpg(server.pid, signal.SIGTERM)
@@ -173,11 +200,12 @@ def main(argv: list[str] | None = None) -> None:
             "benchmark": "real_engine_bench",
             "engine": f"vllm {version} (vllm-cpu), tiny test model",
             "load": vars(options),
-            "clients": {client: {name: run.summary() for name, run in pair.items()} for client, pair in runs.items()},
-            "cpu_per_token_us": {
-                client: round(per_token_us(pair["long"], pair["short"]), 1) for client, pair in runs.items()
+            "medians": {client: medians(rounds) for client, rounds in runs.items()},
+            "agreement": compare(medians(runs["opsloop"]), medians(runs["vllm"])),
+            "runs": {
+                client: [{name: run.summary() for name, run in pair.items()} for pair in rounds]
+                for client, rounds in runs.items()
             },
-            "agreement": compare(runs["opsloop"]["long"], runs["vllm"]["long"]),
             "machine": machine(),
         }
     )

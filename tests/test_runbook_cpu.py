@@ -62,8 +62,9 @@ def test_cpu_plan_from_a_goal_naming_the_model_by_path() -> None:
     state = ProjectState(goal="serve /models/tiny-llama with eagle3")
     state.environment = environment(14.4)
     progress = RunbookProgress()
-    assert plan(state, progress, RunbookSettings()) is None
+    assert plan(state, progress, RunbookSettings(launch_settings={"disable_cuda_graph": True})) is None
     config = progress.base_config
+    assert config["disable_cuda_graph"] is True  # the operator's launch settings come on top of the plan
     assert (config["engine"], config["tp_size"], config["env"]) == ("vllm", 1, {"VLLM_CPU_KVCACHE_SPACE": "1"})
     assert "mem_fraction" not in config and progress.device == "cpu" and progress.cpu_kv_space_max_gib == 12
     assert progress.offshelf_drafter == DRAFTER.path and progress.phase == "launch"

@@ -41,10 +41,6 @@ class RealEngineUnavailable(RuntimeError):
     """The engine environment or the test models could not be prepared."""
 
 
-class EngineNotReady(AssertionError):
-    """A server that should have become ready exited or timed out; the message carries its log's tail."""
-
-
 @dataclass(frozen=True)
 class RealEngine:
     """Where the engine interpreter and the test models are."""
@@ -226,14 +222,3 @@ class VllmServer:
         assert self.process is not None
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-
-
-def start_ready(engine: RealEngine, log_path: Path, arguments: list[str], timeout: float = 900.0) -> VllmServer:
-    """A server that answered /health, or :class:`EngineNotReady` with the last lines of its log."""
-    server = VllmServer(engine, log_path, arguments=arguments).start()
-    outcome = server.wait(timeout)
-    if outcome != "ready":
-        server.stop()
-        tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-30:])
-        raise EngineNotReady(f"vLLM did not become ready ({outcome}); last lines of {log_path}:\n{tail}")
-    return server

@@ -127,7 +127,7 @@ def plan(state: ProjectState, progress: RunbookProgress, settings: RunbookSettin
         "enable_metrics": True,
     }
     across = _multi_node(state, progress)
-    drafter = _take_target(state, progress, target, goal)
+    drafter = _take_target(state, progress, target, goal, settings or RunbookSettings())
     state.add_finding(
         f"plan: serve {target.name} with {engine} on {gpu_count} GPUs (TP {gpu_count}){across}"
         + (f"; try drafter {drafter.name}" if drafter else "")
@@ -135,8 +135,12 @@ def plan(state: ProjectState, progress: RunbookProgress, settings: RunbookSettin
     return None
 
 
-def _take_target(state: ProjectState, progress: RunbookProgress, target: ModelInfo, goal: GoalSpec) -> ModelInfo | None:
-    """The plan's common end: the target, the off-the-shelf drafter when speculation is wanted, the tasks."""
+def _take_target(
+    state: ProjectState, progress: RunbookProgress, target: ModelInfo, goal: GoalSpec, settings: RunbookSettings
+) -> ModelInfo | None:
+    """The plan's common end: the operator's launch settings, the target, the off-the-shelf drafter when
+    speculation is wanted, the tasks."""
+    progress.base_config.update(settings.launch_settings)
     drafter = pick_drafter(target, state.environment.models) if goal.speculative else None
     progress.speculative_wanted = goal.speculative
     progress.offshelf_drafter = drafter.path if drafter else None
@@ -170,7 +174,7 @@ def _plan_without_gpu(state: ProjectState, progress: RunbookProgress, settings: 
         )
     progress.engine = "vllm"
     progress.target_path, progress.served_model = target.path, target.name
-    drafter = _take_target(state, progress, target, goal)
+    drafter = _take_target(state, progress, target, goal, settings)
     if drafter is not None:
         state.add_finding(f"plan: then try the drafter {drafter.name} ({drafter.path})")
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -22,6 +24,10 @@ class RunbookSettings(BaseModel):
     """Whether the model answers the correctness probe's facts (2 + 2, capitals). False for a model that is not
     trained to (random or test weights): wrong answers then do not block the baseline, and speculative
     configurations are judged by the lossless gate (the baseline's greedy output) alone."""
+    launch_settings: dict[str, Any] = Field(default_factory=dict)
+    """Launch-config fields set on every launch the runbook makes (remedies may change them later), e.g.
+    ``{disable_cuda_graph = true}`` to skip CUDA-graph capture and vLLM's compilation while trying a host out,
+    or ``{context_length = 4096}``. Names as in ``tools/engines/config.py``."""
     speculative_gain_needed: float = Field(1.05, ge=1.0)
     """Speculation is kept only when single-stream output tok/s beats the baseline by this factor."""
     max_attempts: int = Field(8, ge=1)
