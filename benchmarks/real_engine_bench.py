@@ -33,9 +33,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from benchmarks.clients import ClientRun, Load, _measured
+from benchmarks.clients import Load, _measured
 from benchmarks.common import REPO_ROOT, child_environment, emit, machine, note
 
 VLLM_CLIENT = (
@@ -45,6 +47,27 @@ VLLM_CLIENT = (
 )
 ENGINE_ENVIRONMENT = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
 SHORT_OUTPUT = 8
+
+
+@dataclass
+class ClientRun:
+    """What one client measured in one run, and what the run cost the client."""
+
+    client: str
+    load: Load
+    cpu_seconds: float
+    wall_seconds: float
+    completed: int
+    output_throughput: float
+    ttft_median_ms: float | None
+    itl_median_ms: float | None
+    itl_mean_ms: float | None
+    tpot_median_ms: float | None
+
+    def summary(self) -> dict[str, Any]:
+        return {key: round(value, 3) if isinstance(value, float) else value for key, value in vars(self).items()} | {
+            "load": vars(self.load)
+        }
 
 
 def prepare() -> dict[str, str]:
@@ -90,11 +113,11 @@ def run_opsloop(base_url: str, model: str, load: Load) -> ClientRun:
         cpu,
         wall,
         level["completed"],
-        level["output_tokens"],
-        level["request_throughput"],
         level["output_throughput"],
         level["ttft_ms"]["median"],
         level["itl_ms"]["median"],
+        level["itl_ms"]["mean"],
+        level["tpot_ms"]["median"],
     )
 
 
@@ -113,11 +136,11 @@ def run_vllm(python: str, base_url: str, model: str, load: Load, scratch: Path) 
         cpu,
         wall,
         int(record["completed"]),
-        int(record["total_output_tokens"]),
-        float(record["request_throughput"]),
         float(record["output_throughput"]),
         record.get("median_ttft_ms"),
         record.get("median_itl_ms"),
+        record.get("mean_itl_ms"),
+        record.get("median_tpot_ms"),
     )
 
 
@@ -137,6 +160,8 @@ def medians(rounds: list[dict[str, ClientRun]]) -> dict[str, float | None]:
         "cpu_per_token_us": median([per_token_us(run["long"], run["short"]) for run in rounds]),
         "ttft_median_ms": median([run["long"].ttft_median_ms for run in rounds]),
         "itl_median_ms": median([run["long"].itl_median_ms for run in rounds]),
+        "itl_mean_ms": median([run["long"].itl_mean_ms for run in rounds]),
+        "tpot_median_ms": median([run["long"].tpot_median_ms for run in rounds]),
         "output_throughput": median([run["long"].output_throughput for run in rounds]),
         "client_cpu_seconds_long": median([run["long"].cpu_seconds for run in rounds]),
     }
@@ -152,6 +177,8 @@ def compare(opsloop: dict[str, float | None], reference: dict[str, float | None]
     return {
         "ttft_median_ms_difference": difference("ttft_median_ms"),
         "itl_median_ms_difference": difference("itl_median_ms"),
+        "itl_mean_ms_difference": difference("itl_mean_ms"),
+        "tpot_median_ms_difference": difference("tpot_median_ms"),
         "output_throughput_relative": round(ours / theirs - 1, 4) if ours and theirs else None,
         "cpu_per_token_ratio": round(cpu_theirs / cpu_ours, 2) if cpu_ours and cpu_theirs else None,
     }
