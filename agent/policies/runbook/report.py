@@ -50,7 +50,7 @@ def _why_baseline(state: ProjectState, progress: RunbookProgress, settings: Runb
         accepted = (
             f", acceptance length {accept:.2f} (1.00 means no drafted token is accepted)" if accept is not None else ""
         )
-        reasons.append(f"the {purpose} drafter reached {ratio:.2f}x of its single-stream throughput{accepted}")
+        reasons.append(f"the {purpose} drafter reached {ratio:.2f}x the baseline's single-stream throughput{accepted}")
     tried = "; ".join(reasons) or "no drafter configuration could be measured"
     return (
         f"a drafter is kept only with a single-stream gain of at least {settings.speculative_gain_needed:.2f}x: {tried}"
