@@ -17,11 +17,12 @@ from typing import Any
 
 from support.agent_engine import end_engines
 from support.cli import agent_environment, run_agent
-from support.real_engine import DEFAULT_ENGINE_ENVIRONMENT, RealEngine
+from support.real_engine import DEFAULT_ENGINE_ENVIRONMENT, RealEngine, free_port
 
 RUN_TIMEOUT_SECONDS = 1500
 # Short benchmarks: the figures are compared, not published; a CPU serves a few hundred tokens per second.
-# Eager launches: vLLM's compilation would add a minute or more to each of the three starts.
+# Eager launches: vLLM's compilation would add a minute or more to each of the three starts. A free port, not
+# the default 8000: on a shared machine another server there would answer /health in place of ours.
 SETTINGS = """
 policy = "runbook"
 [tools]
@@ -36,14 +37,15 @@ peak_prompts = 16
 expect_sensible_answers = false
 launch_poll_seconds = 1
 health_every_seconds = 2
-launch_settings = {{ disable_cuda_graph = true }}
+launch_settings = {{ disable_cuda_graph = true, port = {port} }}
 """
 
 
 def test_agent_run_serves_the_tiny_model_and_keeps_the_baseline(real_engine: RealEngine, tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     state_dir.mkdir()
-    (state_dir / "agent.toml").write_text(SETTINGS.format(python=real_engine.python), encoding="utf-8")
+    settings = SETTINGS.format(python=real_engine.python, port=free_port())
+    (state_dir / "agent.toml").write_text(settings, encoding="utf-8")
     goal = f"serve {real_engine.model} with eagle3"
     try:
         completed = run_agent(
