@@ -29,7 +29,7 @@ class EngineStandInHost(LocalHost):
         if "sglang.launch_server" in argv:
             return [sys.executable, fake("engine.py"), *argv[argv.index("sglang.launch_server") + 1 :]]
         if Path(argv[0]).name == "vllm" and argv[1:2] == ["serve"]:
-            return [sys.executable, fake("engine.py"), *argv[3:]]
+            return [sys.executable, fake("engine.py"), "--model", argv[2], *argv[3:]]
         return argv
 
 

@@ -1,6 +1,7 @@
 """A stand-in inference engine for launch/readiness tests: prints engine-like log lines and serves HTTP.
 
-Accepts SGLang/vLLM flags (only --host and --port matter). FAKE_ENGINE_MODE selects the behaviour:
+Accepts SGLang/vLLM flags (--host, --port and the model's name matter: /v1/models lists
+--served-model-name, else --model-path or --model, as the engines do). FAKE_ENGINE_MODE selects the behaviour:
 ready (SGLang wording), vllm-no-ready-line, slow-quiet (silent CPU-busy load), hang (stops after
 NCCL init), spin-after-nccl (CPU-busy after NCCL init, no output), oom (dies with a CUDA OOM),
 endless-loading (keeps printing progress forever).
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import http.server
+import json
 import os
 import sys
 import threading
@@ -17,7 +19,7 @@ import time
 
 MODE = os.environ.get("FAKE_ENGINE_MODE", "ready")
 QUIET_SECONDS = float(os.environ.get("FAKE_QUIET_SECONDS", "2.5"))
-state = {"warm": False}
+state: dict[str, object] = {"warm": False, "model": "fake"}
 
 
 def say(line: str) -> None:
@@ -28,7 +30,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path in ("/health", "/v1/models"):
             code = 200 if state["warm"] else 503
-            body = b'{"data": [{"id": "fake"}]}' if self.path == "/v1/models" else b""
+            listing = {"object": "list", "data": [{"id": state["model"], "object": "model"}]}
+            body = json.dumps(listing).encode() if self.path == "/v1/models" else b""
             self.send_response(code)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -77,7 +80,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=30000)
+    parser.add_argument("--model-path", "--model", dest="model", default="fake")
+    parser.add_argument("--served-model-name", default=None)
     options, _ = parser.parse_known_args()
+    state["model"] = options.served_model_name or options.model
     say("[2026-03-02 10:11:02] server_args=ServerArgs(model_path='/models/fake', fake=True)")
     if MODE == "hang":
         say("[2026-03-02 10:11:09 TP0] Init torch distributed begin.")
