@@ -6,6 +6,7 @@ import httpx
 from pydantic import BaseModel
 
 from tools.engines.config import EngineLaunchConfig
+from tools.engines.identity import foreign_server
 from tools.hosts.base import Host
 
 
@@ -14,6 +15,7 @@ class HealthCheck(BaseModel):
     url: str
     status_code: int | None = None
     detail: str = ""
+    foreign: bool = False  # something answered, but it serves another model: not the engine launched
 
     def describe(self) -> str:
         code = self.status_code if self.status_code is not None else "no answer"
@@ -36,8 +38,10 @@ def agent_url(host: Host, config: EngineLaunchConfig) -> str:
 
 
 def check_health(host: Host, config: EngineLaunchConfig, timeout: float = 5.0) -> HealthCheck:
-    """200 from /health (or, where /health does not exist, from /v1/models) means ready; asked from the agent
-    through ``host``'s endpoint for the server.
+    """200 from /health (or, where /health does not exist, from /v1/models) from a server that serves the
+    model ``config`` launched means ready; asked from the agent through ``host``'s endpoint for the server.
+    A server that answers but serves another model is not ready: ``foreign`` is set and ``detail`` says what
+    it serves (see :mod:`tools.engines.identity`).
 
     SGLang answers 503 on /health until its warmup request has finished; vLLM answers 200 once the API
     server is up. Proxy variables are ignored: the engine is reached directly.
@@ -48,9 +52,13 @@ def check_health(host: Host, config: EngineLaunchConfig, timeout: float = 5.0) -
             url = root + path
             try:
                 response = client.get(url)
+                if response.status_code == 404 and path == "/health":
+                    continue
+                ok = response.status_code == 200
+                foreign = foreign_server(client, root, config) if ok else None
             except httpx.HTTPError as error:
                 return HealthCheck(ok=False, url=url, detail=type(error).__name__)
-            if response.status_code == 404 and path == "/health":
-                continue
-            return HealthCheck(ok=response.status_code == 200, url=url, status_code=response.status_code)
+            if foreign is not None:
+                return HealthCheck(ok=False, url=url, status_code=200, detail=foreign, foreign=True)
+            return HealthCheck(ok=ok, url=url, status_code=response.status_code)
     return HealthCheck(ok=False, url=root + "/v1/models", detail="no health route")

@@ -4,8 +4,9 @@ The watcher follows the engine's log by byte offset (never re-reading it), repor
 (weight shards %, KV cache allocated, CUDA-graph capture) through ``context.progress``, and returns as
 soon as one of these holds:
 
-- ``ready``: /health (or /v1/models) answered 200; checked at once after the ready line and every
-  ``health_every_seconds`` regardless, since ready-line wording differs between releases;
+- ``ready``: /health (or /v1/models) answered 200 and the server serves the model launched; checked at once
+  after the ready line and every ``health_every_seconds`` regardless, since ready-line wording differs
+  between releases. Another program answering on the port never counts (a finding says so once);
 - ``exited``: the process died; the log's diagnosis is attached;
 - ``hung``: no activity at all (see :mod:`tools.engines.activity`) for ``hang_after_seconds``;
 - ``timeout``: still loading after ``wait_timeout_seconds`` (the engine is left running).
@@ -24,7 +25,7 @@ from engine_facts.milestones import milestones as release_milestones
 from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.health import check_health
+from tools.engines.health import HealthCheck, check_health
 from tools.hosts.base import Host, ProcessStatus
 from tools.logs.diagnose import Diagnosis, DiagnosisHints
 from tools.logs.kernel import engine_oom_kills
@@ -141,6 +142,7 @@ def wait_for_ready(
     monitor = ActivityMonitor(settings.hang_after_seconds)
     report = ReadinessReport(outcome="timeout")
     last_health = float("-inf")
+    foreign_noted = False
 
     def read_log() -> int:
         new_lines, milestones = follower.poll()
@@ -185,6 +187,9 @@ def wait_for_ready(
             last_health = now
             health = check_health(host, config)
             report.health = health.describe()
+            if health.foreign and not foreign_noted:
+                foreign_noted = True
+                _note_foreign_server(record, health, context)
             if health.ok:
                 read_log()  # what the engine printed while the check was under way
                 record.state = "ready"
@@ -209,6 +214,13 @@ def wait_for_ready(
     report.quiet_seconds = round(monitor.quiet_seconds, 2)
     report.log_offset = follower.offset
     return report
+
+
+def _note_foreign_server(record: ProcessRecord, health: HealthCheck, context: ToolContext) -> None:
+    """Another program answers on the engine's port: said once, as a finding; the wait goes on (our engine
+    usually exits next, unable to bind the port, and its log's diagnosis follows)."""
+    context.progress(f"{record.name}: {health.detail}")
+    context.state.add_finding(f"{record.name}: {health.detail}", evidence=[health.describe()])
 
 
 def _diagnosis(
