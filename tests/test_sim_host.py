@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from support.sim import free_port, wait_healthy, write_scenario
+from support.sim import wait_healthy, write_scenario
 
 from agent.state import ProjectState
 from tools.base import ToolContext, ToolSettings
@@ -110,7 +110,7 @@ def test_probe_system_sees_the_scenario_through_the_host(tmp_path: Path) -> None
 def test_spawned_engine_holds_gpu_memory_until_it_stops(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path)
     host = SimHost.from_scenario(str(scenario), tmp_path / "state")
-    port = free_port()
+    port = 30000  # the simulated host's own port: served on a free real one, whatever holds 30000 here
     argv = [
         "/opt/engines/sglang/bin/python",
         "-m",
@@ -124,7 +124,7 @@ def test_spawned_engine_holds_gpu_memory_until_it_stops(tmp_path: Path) -> None:
     ]
     spawned = host.spawn(argv, env={}, log_path=tmp_path / "engine.log")
     try:
-        wait_healthy(port, log=tmp_path / "engine.log")
+        wait_healthy(host.endpoint("127.0.0.1", port)[1], log=tmp_path / "engine.log")
         used = host.gpu_memory_used_mib()
         assert used is not None and used[0] == used[1] and used[0] > 20_000  # 15 GB of weights + KV cache
         assert host.probe_gpus().gpus[1].memory_used_mib == used[1]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from twin.datasets import generic_records, write_jsonl
+from twin.ports import PORT_MAP_VARIABLE
 from twin.quality import per_position_from_length, write_quality
 from twin.scenario import DrafterSpec, ModelSpec, Scenario
 
@@ -56,9 +57,18 @@ class SimLayout:
         """Generic conversations, where ``scripts/prepare_data.py --dataset sharegpt`` puts them."""
         return self.specforge_dir(scenario) / "cache" / "dataset" / "sharegpt_train.jsonl"
 
+    @property
+    def ports_file(self) -> Path:
+        """The simulated host's ports and the real loopback ports standing for them (``twin.ports``)."""
+        return self.root / "ports.json"
+
     def host_environment(self, scenario: Scenario) -> dict[str, str]:
-        """Variables set on the simulated host: where its models and its SpecForge checkout are."""
-        return {"OPSLOOP_MODEL_DIRS": str(self.models_root), "SPECFORGE_DIR": str(self.specforge_dir(scenario))}
+        """Variables set on the simulated host: where its models, its SpecForge checkout and its port map are."""
+        return {
+            "OPSLOOP_MODEL_DIRS": str(self.models_root),
+            "SPECFORGE_DIR": str(self.specforge_dir(scenario)),
+            PORT_MAP_VARIABLE: str(self.ports_file),
+        }
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:

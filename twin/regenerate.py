@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from twin.datasets import normalise_turns, read_jsonl, write_jsonl
+from twin.ports import PortMap
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +51,8 @@ async def _answer(
         if getattr(options, key) is not None:
             body[key] = getattr(options, key)
     base = address if address.startswith("http") else f"http://{address}"
+    ports = PortMap.from_environment()
+    base = ports.reach_url(base) if ports is not None else base
     response = await client.post(f"{base}/v1/chat/completions", json=body)
     response.raise_for_status()
     return str(response.json()["choices"][0]["message"]["content"] or "")

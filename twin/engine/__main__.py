@@ -31,6 +31,7 @@ from twin.engine.startup import Startup
 from twin.layout import SimLayout, materialize
 from twin.ledger import GpuLedgerEntry, memory_in_use
 from twin.loader import ScenarioError, load_scenario
+from twin.ports import PortMap, SimulatedPortBusy
 from twin.scenario import Scenario
 
 MODULES = {"sglang": "sglang.launch_server", "vllm": "vllm.entrypoints.openai.api_server"}
@@ -63,8 +64,8 @@ async def _serve(plan: Plan, scenario: Scenario, startup: Startup, log: EngineLo
     launch = plan.launch
     host = str(launch.parsed.values.get("--host") or "127.0.0.1")
     try:
-        server = await asyncio.start_server(http.serve_connection, "127.0.0.1", launch.port, reuse_address=True)
-    except OSError:
+        server = await _listen(http, launch.port, ledger)
+    except (OSError, SimulatedPortBusy):
         startup.bind_failed(
             [
                 f"{{main_prefix}}ERROR:    [Errno 98] error while attempting to bind on address "
@@ -81,6 +82,19 @@ async def _serve(plan: Plan, scenario: Scenario, startup: Startup, log: EngineLo
     startup.text.ready()
     async with server:
         await asyncio.gather(server.serve_forever(), service.log_stats())
+
+
+async def _listen(http: HttpServer, port: int, ledger: GpuLedgerEntry) -> asyncio.Server:
+    """Listen on ``port``; on a simulated host, on the real port standing for it (``twin.ports``)."""
+    ports = PortMap.from_environment()
+    if ports is None:
+        return await asyncio.start_server(http.serve_connection, "127.0.0.1", port, reuse_address=True)
+    real = ports.claim(port, ledger.pid, ledger.create_time)
+    try:
+        return await asyncio.start_server(http.serve_connection, "127.0.0.1", real, reuse_address=True)
+    except OSError:  # something outside the simulated host took that real port meanwhile
+        real = ports.claim(port, ledger.pid, ledger.create_time, fresh=True)
+        return await asyncio.start_server(http.serve_connection, "127.0.0.1", real, reuse_address=True)
 
 
 def main(argv: list[str] | None = None) -> int:

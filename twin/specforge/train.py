@@ -24,6 +24,7 @@ from twin.clock import SimClock
 from twin.engine.physics import visible_gpus
 from twin.layout import SimLayout
 from twin.ledger import GpuLedgerEntry, memory_in_use
+from twin.ports import PortMap
 from twin.quality import REFERENCE_STEPS, accept_length
 from twin.scenario import Scenario
 from twin.specforge.data import DataError, evaluation_data, training_data
@@ -130,6 +131,8 @@ def _save(output_dir: Path, run_id: str, step: int, state: dict[str, Any], ranks
 
 
 def _answers(address: str) -> bool:
+    ports = PortMap.from_environment()
+    address = ports.reach_url(address) if ports is not None else address
     host, _, port = address.removeprefix("http://").split("/", 1)[0].rpartition(":")
     try:
         with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1.0):

@@ -18,6 +18,7 @@ from tools.hosts.sim import facts
 from tools.hosts.sim.translate import Translator, is_stand_in
 from twin.layout import SimLayout, materialize
 from twin.loader import load_scenario
+from twin.ports import LOOPBACK_NAMES, PortMap
 from twin.scenario import Scenario
 
 
@@ -58,6 +59,17 @@ class SimHost(LocalHost):
         return {drafter.name: self.layout.drafter_dir(drafter) for drafter in self.scenario.drafters}
 
     # -- commands and processes -----------------------------------------------------------------------
+
+    def endpoint(self, address: str, port: int) -> tuple[str, int]:
+        """The simulated host's loopback ports are served on free real ports, so a real service on the same
+        port number of this machine is never mistaken for it (and never collides with it)."""
+        if address not in LOOPBACK_NAMES:
+            return address, port
+        return "127.0.0.1", PortMap(self.layout.ports_file).reach(port)
+
+    def connect_error(self, address: str, port: int, timeout: float = 1.0) -> str | None:
+        """A connection to the simulated host's own port reaches the real port standing for it."""
+        return super().connect_error(*self.endpoint(address, port), timeout=timeout)
 
     def translate(self, argv: list[str]) -> list[str]:
         return self.translator.translate(list(argv))

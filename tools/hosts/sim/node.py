@@ -19,6 +19,7 @@ from tools.hosts.sim import facts
 from tools.hosts.sim.translate import Translator, is_stand_in
 from twin.layout import SimLayout, materialize
 from twin.loader import load_scenario
+from twin.ports import PORT_MAP_VARIABLE
 from twin.scenario import Scenario
 
 
@@ -72,7 +73,7 @@ class SimulatedNode(DelegatingHost):
         confinement: Confinement | None = None,
     ) -> CommandResult:
         translated = self.translate(argv)
-        environment = facts.environment(self.layout, self.scenario, env, is_stand_in(translated))
+        environment = self._environment(env, is_stand_in(translated))
         result = self.inner.run(
             translated,
             timeout=timeout,
@@ -87,8 +88,15 @@ class SimulatedNode(DelegatingHost):
 
     def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:
         translated = self.translate(argv)
-        environment = facts.environment(self.layout, self.scenario, env, is_stand_in(translated))
+        environment = self._environment(env, is_stand_in(translated))
         return self.inner.spawn(translated, env=environment, log_path=log_path, cwd=cwd)
+
+    def _environment(self, env: dict[str, str] | None, stand_in: bool) -> dict[str, str]:
+        """The node's variables without the simulated host's port map: a node is a real host whose ports are
+        its own, reached through its own forwards."""
+        environment = facts.environment(self.layout, self.scenario, env, stand_in)
+        environment.pop(PORT_MAP_VARIABLE, None)
+        return environment
 
     def probe_gpus(self) -> GpuProbe:
         return facts.probe(self.scenario, self.layout.root)
