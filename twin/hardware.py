@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from twin.scenario import Scenario
+from twin.scenario import GpuFault, Scenario
 
 # NVIDIA Xid catalogue (docs.nvidia.com/deploy/xid-errors): the codes a scenario is likely to use.
 XID_DESCRIPTIONS = {
@@ -57,10 +57,17 @@ class GpuRow:
     xid_errors: list[str] = field(default_factory=list)
 
 
-def gpu_rows(scenario: Scenario, used_mib: list[int]) -> list[GpuRow]:
-    faults = {fault.gpu: fault for fault in scenario.host.faults}
+def gpu_rows(scenario: Scenario, used_mib: list[int], active: list[GpuFault] | None = None) -> list[GpuRow]:
+    """The GPUs a probe sees; ``active`` are the faults in effect (default: those present from the start).
+    A GPU that fell off the bus (``lost``) is not listed."""
+    if active is None:
+        active = [fault for fault in scenario.host.faults if not fault.triggered]
+    faults = {fault.gpu: fault for fault in active}
+    lost = {fault.gpu for fault in active if fault.lost}
     rows = []
     for index in range(scenario.host.gpu_count):
+        if index in lost:
+            continue
         group = scenario.host.gpu_group(index)
         fault = faults.get(index)
         used = min(group.memory_mib, used_mib[index] if index < len(used_mib) else 0)
@@ -91,3 +98,20 @@ def interconnect(scenario: Scenario) -> str:
     if host.interconnect == "nvlink":
         return "nvlink"
     return "pcie" if host.gpu_count > 1 else "none"
+
+
+def lost_gpu_error(fault: GpuFault) -> str:
+    """What NVML (and nvidia-smi) say about a GPU that fell off the bus."""
+    return f"Unable to determine the device handle for GPU {pci_bus_id(fault.gpu)}: Unknown Error"
+
+
+def fault_kernel_lines(fault: GpuFault) -> list[str]:
+    """The kernel's report of a fault (NVRM Xid lines, then the scenario's own lines)."""
+    bus = pci_bus_id(fault.gpu)[4:]
+    lines = [
+        f"NVRM: Xid (PCI:{bus}): {code}, pid=2817, name=python3, {XID_DESCRIPTIONS.get(code, 'unknown Xid')}"
+        for code in fault.xid
+    ]
+    if fault.lost:
+        lines.append(f"NVRM: GPU {pci_bus_id(fault.gpu)[4:]}: GPU has fallen off the bus.")
+    return lines + list(fault.dmesg)

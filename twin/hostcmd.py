@@ -18,6 +18,7 @@ from pathlib import Path
 
 from twin import hardware
 from twin.hardware import GpuRow
+from twin.host_state import HostState
 from twin.ledger import memory_in_use
 from twin.loader import ScenarioError, load_scenario
 from twin.scenario import Scenario
@@ -42,7 +43,12 @@ QUERY_FIELDS: dict[str, QueryField] = {
 
 def _gpus(scenario: Scenario, sim_root: Path) -> list[GpuRow]:
     used = memory_in_use(sim_root, scenario.host.gpu_count)
-    return hardware.gpu_rows(scenario, [value + scenario.host.idle_gpu_memory_mib for value in used])
+    active = [fault for _, fault in HostState(sim_root, scenario).active_faults()]
+    return hardware.gpu_rows(scenario, [value + scenario.host.idle_gpu_memory_mib for value in used], active)
+
+
+def _lost(scenario: Scenario, sim_root: Path) -> list[str]:
+    return [hardware.lost_gpu_error(fault) for _, fault in HostState(sim_root, scenario).active_faults() if fault.lost]
 
 
 def nvidia_smi(scenario: Scenario, sim_root: Path, args: list[str]) -> int:
@@ -54,6 +60,8 @@ def nvidia_smi(scenario: Scenario, sim_root: Path, args: list[str]) -> int:
         )
         return 9
     gpus = _gpus(scenario, sim_root)
+    for error in _lost(scenario, sim_root):
+        print(error, file=sys.stderr)
     if args[:1] == ["-L"]:
         for gpu in gpus:
             print(f"GPU {gpu.index}: {gpu.name} (UUID: {hardware.gpu_uuid(scenario, gpu.index)})")
@@ -99,20 +107,20 @@ def nvidia_smi(scenario: Scenario, sim_root: Path, args: list[str]) -> int:
     return 0
 
 
-def _dmesg(scenario: Scenario) -> list[str]:
+def _dmesg(scenario: Scenario, sim_root: Path) -> list[str]:
+    """Boot lines, the reports of faults present from the start or due by the clock, then what the kernel
+    logged while the host ran (faults that struck mid-run, OOM-killer kills)."""
     lines = [
         f"[    0.000000] Linux version 6.8.0-sim ({scenario.host.hostname})",
         "[   12.418221] nvidia: module license 'NVIDIA' taints kernel.",
     ]
-    for fault in scenario.host.faults:
-        bus = hardware.pci_bus_id(fault.gpu)[4:]
-        lines += [
-            f"[ 8123.{40 + code:06d}] NVRM: Xid (PCI:{bus}): {code}, pid=2817, name=python3, "
-            f"{hardware.XID_DESCRIPTIONS.get(code, 'unknown Xid')}"
-            for code in fault.xid
-        ]
-        lines += fault.dmesg
-    return lines
+    state = HostState(sim_root, scenario)
+    struck = state.struck()
+    for index, fault in state.active_faults():
+        if index not in struck:
+            report = hardware.fault_kernel_lines(fault)
+            lines += [f"[ 8123.{40 + number:06d}] {line}" for number, line in enumerate(report)]
+    return lines + state.kernel_lines()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Filesystem     {'Size' if human else '1K-blocks':>10} {'Used':>10} {'Avail':>10} Use% Mounted on")
         print(f"/dev/nvme0n1p2 {columns[0]:>10} {columns[1]:>10} {columns[2]:>10} {100 * (size - free) // size:>3}% /")
     elif program == "dmesg":
-        print("\n".join(_dmesg(scenario)))
+        print("\n".join(_dmesg(scenario, parsed.sim_root)))
     elif program == "ss":
         real = shutil.which("ss")
         if real:

@@ -102,6 +102,8 @@ class LaunchFacts:
     env: Mapping[str, str]
     speculative: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 1  # the Nth engine start on this host
+    host_seconds: float = 0.0  # the host's clock at this start
 
 
 class When(BaseModel):
@@ -111,6 +113,10 @@ class When(BaseModel):
     speculative: bool | None = None
     flags: dict[str, ConditionValue] = Field(default_factory=dict)
     env: dict[str, ConditionValue] = Field(default_factory=dict)
+    # Version 2: the Nth engine start on this host (1, 2, ...) and the host's clock (simulated seconds since
+    # the simulated host was set up) when it starts.
+    attempt: ConditionValue | None = None
+    host_seconds: ConditionValue | None = None
 
     @model_validator(mode="after")
     def _flags_are_long_options(self) -> When:
@@ -131,7 +137,9 @@ class When(BaseModel):
             value = facts.env.get(name)
             if not condition_holds(expected, value, value is not None):
                 return False
-        return True
+        if self.attempt is not None and not condition_holds(self.attempt, facts.attempt, True):
+            return False
+        return self.host_seconds is None or condition_holds(self.host_seconds, facts.host_seconds, True)
 
 
 class Rule(BaseModel):
@@ -150,6 +158,9 @@ class Rule(BaseModel):
     log: list[str] = Field(default_factory=list)
     exit_code: int = Field(default=1, ge=0, le=255)
     ignore_sigterm: bool = False  # a hang that only SIGKILL ends
+    # Version 2: the outcome takes effect this long after its point is reached. Before serving the engine
+    # is silent meanwhile (a crash after 600 s is a watchdog ending a hang); while serving it serves.
+    after_seconds: float = Field(default=0.0, ge=0.0)
 
 
 class Modifier(BaseModel):

@@ -2,7 +2,10 @@
 
 A scenario is a TOML file (format documented in ``docs/scenarios.md``) validated by these models.
 Every model forbids unknown keys, so a misspelt field is an error that names it. Times are in
-simulated seconds; ``time_scale`` says how many simulated seconds pass per real second.
+simulated seconds; ``time_scale`` says how many simulated seconds pass per real second. Version 2 adds
+faults that strike mid-run, outcomes that depend on the attempt or the host's clock, delayed outcomes,
+the load's I/O and host memory, and the expected outcome; a version 1 file may not use them
+(:func:`v2_fields_used`), so it keeps its meaning.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from twin.rules import Modifier, Rule
+from twin.expect import Expectation
+from twin.rules import Modifier, Phase, Rule
 
-FORMAT_VERSION = 1
+FORMAT_VERSIONS = (1, 2)
 
 
 class Strict(BaseModel):
@@ -30,7 +34,13 @@ class GpuGroup(Strict):
 
 
 class GpuFault(Strict):
-    """A hardware fault on one GPU: reported by the probe, fatal to any engine that uses the GPU."""
+    """A hardware fault on one GPU: reported by the probe, fatal to any engine that uses the GPU.
+
+    Without a trigger it is there from the start (version 1). Version 2 triggers make it strike mid-run:
+    during the ``after_launch``-th engine start on this host (at phase ``at``, ``progress`` of the way
+    through it, or ``after_seconds`` into it), or when the host's clock reaches ``at_host_seconds``.
+    From then on the probe, ``nvidia-smi`` and ``dmesg`` report it.
+    """
 
     gpu: int = Field(ge=0)
     xid: list[int] = Field(default_factory=list)
@@ -40,6 +50,20 @@ class GpuFault(Strict):
     # What an engine using this GPU prints before it dies; a CUDA ECC error when left empty.
     engine_log: list[str] = Field(default_factory=list)
     exit_code: int = Field(default=1, ge=0, le=255)
+    # Version 2: the GPU falls off the bus (gone from the probe and nvidia-smi), and the triggers.
+    lost: bool = False
+    after_launch: int | None = Field(default=None, ge=1)
+    at: Phase = "init"
+    progress: float = Field(default=0.0, ge=0.0, le=1.0)
+    after_seconds: float = Field(default=0.0, ge=0.0)
+    at_host_seconds: float | None = Field(default=None, ge=0.0)
+    # What an engine using the GPU does when the fault strikes: dies, or hangs (a collective never returns).
+    engine_effect: Literal["crash", "hang"] = "crash"
+
+    @property
+    def triggered(self) -> bool:
+        """False for a fault present from the start."""
+        return self.after_launch is not None or self.at_host_seconds is not None
 
 
 class HostSpec(Strict):
@@ -59,6 +83,8 @@ class HostSpec(Strict):
     # Ports already held by some other program on the host (an engine binding one of them fails).
     ports_in_use: list[int] = Field(default_factory=list)
     idle_gpu_memory_mib: int = Field(default=0, ge=0)
+    # Version 2: host memory other programs already use (the OOM killer compares loads against the rest).
+    ram_used_gib: float = Field(default=0.0, ge=0)
 
     @property
     def gpu_count(self) -> int:
@@ -136,6 +162,18 @@ class PhaseTimes(Strict):
     draft_load: float = Field(default=10.0, ge=0)
 
 
+class LoadSpec(Strict):
+    """Version 2: what a weight load does besides printing progress lines."""
+
+    # "grows": GPU memory rises with the load; "at_end": the weights reach the GPUs only when it ends.
+    gpu_memory: Literal["grows", "at_end"] = "grows"
+    # The loading process really reads (its I/O counters rise) while it loads.
+    reads_weights: bool = False
+    # Peak host memory of the load (all ranks together); above the free RAM the kernel's OOM killer
+    # kills the engine part-way through, with a SIGKILL and an ``Out of memory: Killed process`` line.
+    host_ram_gib: float = Field(default=0.0, ge=0)
+
+
 class EngineSpec(Strict):
     """Engine defaults and memory physics shared by SGLang and vLLM launches."""
 
@@ -151,6 +189,7 @@ class EngineSpec(Strict):
     default_chunked_prefill_size: int = Field(default=8192, ge=1)
     min_kv_cache_mib: int = Field(default=1024, ge=0)
     phases: PhaseTimes = Field(default_factory=PhaseTimes)
+    load: LoadSpec = Field(default_factory=LoadSpec)
 
 
 class PerformanceSpec(Strict):
@@ -247,6 +286,9 @@ class Scenario(Strict):
     format_version: int
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
     description: str = ""
+    # Version 2: where the behaviour comes from (issue threads, real logs), and what the agent should do.
+    sources: list[str] = Field(default_factory=list)
+    expect: Expectation | None = None
     time_scale: float = Field(default=100.0, gt=0)
     host: HostSpec
     packages: dict[str, str] = Field(default_factory=dict)
@@ -263,9 +305,19 @@ class Scenario(Strict):
     @field_validator("format_version")
     @classmethod
     def _known_version(cls, value: int) -> int:
-        if value != FORMAT_VERSION:
-            raise ValueError(f"unsupported format_version {value}; this release reads version {FORMAT_VERSION}")
+        if value not in FORMAT_VERSIONS:
+            raise ValueError(f"unsupported format_version {value}; this release reads versions 1 and 2")
         return value
+
+    @model_validator(mode="after")
+    def _version_1_keeps_its_meaning(self) -> Scenario:
+        used = v2_fields_used(self)
+        if self.format_version == 1 and used:
+            raise ValueError(f"{used[0]} needs format_version = 2")
+        for position, fault in enumerate(self.host.faults):
+            if fault.after_seconds and fault.progress:
+                raise ValueError(f"host.faults[{position}]: give progress or after_seconds, not both")
+        return self
 
     @field_validator("packages")
     @classmethod
@@ -279,3 +331,23 @@ class Scenario(Strict):
 def normalise_package(name: str) -> str:
     """Distribution names compare case-insensitively with ``-``, ``_`` and ``.`` equivalent (PEP 503)."""
     return "-".join(part for part in name.lower().replace("_", "-").replace(".", "-").split("-") if part)
+
+
+def _set(model: BaseModel, names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in model.model_fields_set]
+
+
+def v2_fields_used(scenario: Scenario) -> list[str]:
+    """The version-2 fields a scenario sets (a version 1 file may set none)."""
+    used = [f"{name}" for name in _set(scenario, ("sources", "expect"))]
+    used += [f"host.{name}" for name in _set(scenario.host, ("ram_used_gib",))]
+    fault_fields = ("lost", "after_launch", "at", "progress", "after_seconds", "at_host_seconds", "engine_effect")
+    for position, fault in enumerate(scenario.host.faults):
+        used += [f"host.faults[{position}].{name}" for name in _set(fault, fault_fields)]
+    used += [f"engine.{name}" for name in _set(scenario.engine, ("load",))]
+    for position, rule in enumerate(scenario.rules):
+        used += [f"rules[{position}].{name}" for name in _set(rule, ("after_seconds",))]
+        used += [f"rules[{position}].when.{name}" for name in _set(rule.when, ("attempt", "host_seconds"))]
+    for position, modifier in enumerate(scenario.modifiers):
+        used += [f"modifiers[{position}].when.{name}" for name in _set(modifier.when, ("attempt", "host_seconds"))]
+    return used

@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Two PCIe GPUs, a 30 GB model, start-up in well under a second of real time.
 BASE_SCENARIO = """
-format_version = 1
+format_version = {format_version}
 name = "{name}"
 description = "test scenario"
 time_scale = {time_scale}
@@ -91,6 +91,7 @@ dataset_samples = 12
 """
 
 DEFAULTS: dict[str, Any] = {
+    "format_version": 1,
     "name": "test-sim",
     "time_scale": 2000.0,
     "host_extra": "",

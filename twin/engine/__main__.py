@@ -25,9 +25,11 @@ from twin.engine.http import HttpServer
 from twin.engine.launch import LaunchError, build_launch
 from twin.engine.logs import EngineLog
 from twin.engine.physics import visible_gpus
-from twin.engine.plan import Plan, build_plan
+from twin.engine.plan import HostNow, Plan, build_plan
 from twin.engine.service import Service
 from twin.engine.startup import Startup
+from twin.hardware import fault_kernel_lines
+from twin.host_state import HostState
 from twin.layout import SimLayout, materialize
 from twin.ledger import GpuLedgerEntry, memory_in_use
 from twin.loader import ScenarioError, load_scenario
@@ -81,7 +83,7 @@ async def _serve(plan: Plan, scenario: Scenario, startup: Startup, log: EngineLo
     ledger.update(phase="ready")
     startup.text.ready()
     async with server:
-        await asyncio.gather(server.serve_forever(), service.log_stats())
+        await asyncio.gather(server.serve_forever(), service.log_stats(), startup.watch_serving())
 
 
 async def _listen(http: HttpServer, port: int, ledger: GpuLedgerEntry) -> asyncio.Server:
@@ -117,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parsed = parse_flags(own.engine, engine_argv, version)
     env = dict(os.environ)
-    visible = visible_gpus(scenario, env)
+    lost = {fault.gpu for _, fault in HostState(own.sim_root, scenario).active_faults() if fault.lost}
+    visible = visible_gpus(scenario, env, lost)
     capability = scenario.host.gpu_group(visible[0]).compute_capability if visible else ""
     try:
         launch = build_launch(own.engine, version, parsed, scenario, env, capability)
@@ -129,7 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         materialize(layout, scenario)  # started without a simulated host (e.g. by hand)
     ledger = GpuLedgerEntry(layout.root)
     others = memory_in_use(layout.root, scenario.host.gpu_count, exclude_pid=ledger.pid)
-    plan = build_plan(scenario, launch, env, layout, others)
+    host_state = HostState(layout.root, scenario)
+    host_state.start_clock()  # already running when a simulated host started this engine
+    now = HostNow(host_state.next_launch(), host_state.seconds(), host_state.active_faults(), host_state.struck())
+    plan = build_plan(scenario, launch, env, layout, others, now)
+    for index in plan.strike_at_start:
+        host_state.strike(index, fault_kernel_lines(scenario.host.faults[index]))
     log = EngineLog(
         own.engine,
         values={
@@ -140,9 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         },
     )
     role = node_role(own.engine, parsed.values)
-    startup = Startup(plan, scenario, SimClock(scenario.time_scale), log, ledger, env, role)
+    startup = Startup(plan, scenario, SimClock(scenario.time_scale), log, ledger, env, role, host_state)
     startup.before_server()
-    if startup.failure is not None and startup.failure.phase == "serving":
+    if startup.failure is not None and startup.failure.phase == "serving" and not startup.failure.after_seconds:
         startup.fail()
     if role is not None and role.rank > 0:
         _follow_node_zero(startup)  # ranks above 0 serve no HTTP; they live as long as node 0 does

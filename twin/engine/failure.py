@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from twin.engine.errors import crash_lines
-from twin.rules import Phase
+from twin.rules import PHASES, Phase
 
 INIT_MIB = 520  # CUDA context and NCCL buffers per GPU, held from process start
 DRAFT_MIB = 1600  # a one-layer EAGLE-3 drafter and its buffers
@@ -13,13 +13,21 @@ DRAFT_MIB = 1600  # a one-layer EAGLE-3 drafter and its buffers
 
 @dataclass
 class Failure:
-    kind: str  # "crash" or "hang"
+    kind: str  # "crash", "hang", or "killed" (SIGKILL from the host's OOM killer: no lines of its own)
     phase: Phase
     lines: list[str]
     exit_code: int = 1
     progress: float = 0.0  # fraction of the phase done before the failure
     ignore_sigterm: bool = False
     source: str = "hardware"
+    after_seconds: float = 0.0  # silent (or, while serving, still serving) this long before it happens
+    fault: int | None = None  # the scenario fault that strikes at this moment (probe and dmesg report it)
+    kernel_lines: list[str] = field(default_factory=list)  # what the kernel logs at this moment
+
+    @property
+    def order(self) -> tuple[int, float, float]:
+        """Earlier failures happen first: by phase, then how far into it."""
+        return PHASES.index(self.phase), self.progress, self.after_seconds
 
 
 def crash(

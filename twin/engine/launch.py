@@ -53,7 +53,7 @@ class LaunchConfig:
     speculative: SpecRequest | None
     nnodes: int = 1  # a multi-node launch: gpus_needed is per node, the weights split over all of them
 
-    def facts(self, env: Mapping[str, str]) -> LaunchFacts:
+    def facts(self, env: Mapping[str, str], attempt: int = 1, host_seconds: float = 0.0) -> LaunchFacts:
         flags = dict(self.parsed.values)
         key = "--mem-fraction-static" if self.engine == "sglang" else "--gpu-memory-utilization"
         flags.update({"--attention-backend": self.attention_backend, key: self.memory_fraction})
@@ -65,6 +65,8 @@ class LaunchConfig:
             explicit=self.parsed.explicit,
             env=env,
             speculative=self.speculative is not None,
+            attempt=attempt,
+            host_seconds=host_seconds,
         )
 
 

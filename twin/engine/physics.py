@@ -15,7 +15,7 @@ from twin.engine.flag_tables import parse_version
 from twin.engine.launch import EAGLE_ALGORITHMS, LaunchConfig
 from twin.layout import SimLayout
 from twin.quality import per_position_from_length, read_quality
-from twin.scenario import Scenario
+from twin.scenario import GpuFault, Scenario
 
 DRAFT_ARCHITECTURES = {
     "sglang": {"LlamaForCausalLMEagle3", "LlamaForCausalLMEagle"},
@@ -134,22 +134,24 @@ def resolve_drafter(launch: LaunchConfig, scenario: Scenario, layout: SimLayout)
     return Drafter(path=str(directory), name=spec.draft_path, per_position=quality)
 
 
-def visible_gpus(scenario: Scenario, env: Mapping[str, str]) -> list[int]:
-    """Physical GPU indices in CUDA order; like CUDA, the list stops at the first invalid entry."""
-    count = scenario.host.gpu_count
+def visible_gpus(scenario: Scenario, env: Mapping[str, str], lost: set[int] | None = None) -> list[int]:
+    """Physical GPU indices in CUDA order; like CUDA, the list stops at the first invalid entry. A GPU that
+    fell off the bus (``lost``) is not enumerated."""
+    count, lost = scenario.host.gpu_count, lost or set()
     text = env.get("CUDA_VISIBLE_DEVICES")
     if text is None:
-        return list(range(count))
+        return [index for index in range(count) if index not in lost]
     indices: list[int] = []
     for item in text.split(","):
         item = item.strip()
         if not item.isdigit() or int(item) >= count:
             break
-        indices.append(int(item))
+        if int(item) not in lost:
+            indices.append(int(item))
     return indices
 
 
-def _fault_lines(ecc: bool, rank: int, gpu: int) -> list[str]:
+def fault_lines(ecc: bool, rank: int, gpu: int) -> list[str]:
     return [
         "RuntimeError: CUDA error: uncorrectable ECC error encountered"
         if ecc
@@ -161,8 +163,11 @@ def _fault_lines(ecc: bool, rank: int, gpu: int) -> list[str]:
     ]
 
 
-def check_gpus(launch: LaunchConfig, scenario: Scenario, env: Mapping[str, str]) -> tuple[list[int], Failure | None]:
-    visible = visible_gpus(scenario, env)
+def check_gpus(
+    launch: LaunchConfig, scenario: Scenario, env: Mapping[str, str], active: list[GpuFault]
+) -> tuple[list[int], Failure | None]:
+    """The GPUs this launch uses, and the failure a fault in effect (``active``) on one of them causes."""
+    visible = visible_gpus(scenario, env, {fault.gpu for fault in active if fault.lost})
     used = visible[launch.base_gpu : launch.base_gpu + launch.gpus_needed]
     if not visible:
         return [], crash(launch.engine, "init", ["RuntimeError: No CUDA GPUs are available"], "gpus")
@@ -176,11 +181,9 @@ def check_gpus(launch: LaunchConfig, scenario: Scenario, env: Mapping[str, str])
             ],
             "gpus",
         )
-    for fault in scenario.host.faults:
+    for fault in active:
         if fault.gpu in used:
-            lines = list(fault.engine_log) or _fault_lines(
-                bool(fault.ecc_uncorrected), used.index(fault.gpu), fault.gpu
-            )
+            lines = list(fault.engine_log) or fault_lines(bool(fault.ecc_uncorrected), used.index(fault.gpu), fault.gpu)
             source = f"GPU {fault.gpu} fault"
             return used, crash(launch.engine, "init", lines, source, exit_code=fault.exit_code)
     return used, None

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from twin.engine.failure import Drafter, Failure, MemoryPlan
 from twin.engine.launch import LaunchConfig
 from twin.engine.memory import plan_memory
+from twin.engine.midrun import TimedFailure, clock_faults, launch_faults, oom_kill
 from twin.engine.physics import check_attention, check_gpus, check_model, resolve_drafter
 from twin.layout import SimLayout
 from twin.quality import accept_length, accept_rate
-from twin.rules import PHASES
-from twin.scenario import Scenario
+from twin.rules import LaunchFacts
+from twin.scenario import GpuFault, Scenario
 
 
 @dataclass
@@ -44,17 +45,28 @@ class Plan:
     garbled: bool = False
     notes: list[str] = field(default_factory=list)
     load_seconds: float = 0.0
+    timed: list[TimedFailure] = field(default_factory=list)  # due by the host's clock while it runs
+    strike_at_start: list[int] = field(default_factory=list)  # faults on GPUs it does not use
+
+
+@dataclass
+class HostNow:
+    """The host as this launch finds it: its number among engine starts, its clock, the faults in effect."""
+
+    attempt: int = 1
+    seconds: float = 0.0
+    active: list[tuple[int, GpuFault]] = field(default_factory=list)
+    struck: set[int] = field(default_factory=set)
 
 
 def _earliest(failures: list[Failure]) -> Failure | None:
     if not failures:
         return None
-    return min(failures, key=lambda failure: (PHASES.index(failure.phase), failure.progress))
+    return min(failures, key=lambda failure: failure.order)
 
 
-def _rule_failures(scenario: Scenario, launch: LaunchConfig, env: Mapping[str, str]) -> list[Failure]:
+def _rule_failures(scenario: Scenario, facts: LaunchFacts) -> list[Failure]:
     """Matching crash/hang rules up to the first matching serve rule (file order)."""
-    facts = launch.facts(env)
     found: list[Failure] = []
     for rule in scenario.rules:
         if not rule.when.matches(facts):
@@ -70,6 +82,7 @@ def _rule_failures(scenario: Scenario, launch: LaunchConfig, env: Mapping[str, s
                 progress=rule.progress,
                 ignore_sigterm=rule.ignore_sigterm,
                 source=f"rule {rule.name}",
+                after_seconds=rule.after_seconds,
             )
         )
     return found
@@ -94,13 +107,25 @@ def _spec_plan(drafter: Drafter, launch: LaunchConfig, scenario: Scenario) -> Sp
 
 
 def build_plan(
-    scenario: Scenario, launch: LaunchConfig, env: Mapping[str, str], layout: SimLayout, others_mib: list[int]
+    scenario: Scenario,
+    launch: LaunchConfig,
+    env: Mapping[str, str],
+    layout: SimLayout,
+    others_mib: list[int],
+    host: HostNow | None = None,
 ) -> Plan:
     """Hardware and disk problems are listed before rules, so they win ties; the earliest phase wins."""
+    host = host or HostNow(
+        active=[(index, fault) for index, fault in enumerate(scenario.host.faults) if not fault.triggered]
+    )
     failures: list[Failure] = []
     model_failure = check_model(launch, scenario, layout)
     drafter = resolve_drafter(launch, scenario, layout)
-    gpus, gpu_failure = check_gpus(launch, scenario, env)
+    gpus, gpu_failure = check_gpus(launch, scenario, env, [fault for _, fault in host.active])
+    during, strike_at_start = launch_faults(scenario, host.attempt, gpus, host.struck)
+    failures += during
+    killed = oom_kill(scenario)
+    failures += [killed] if killed is not None else []
     memory = plan_memory(launch, scenario, gpus, others_mib)
     attention_failure = check_attention(launch, scenario)
     found = (model_failure, gpu_failure, attention_failure)
@@ -111,9 +136,10 @@ def build_plan(
     failures += memory.failures
     if launch.port in scenario.host.ports_in_use:
         failures.append(_port_failure(launch))
-    failures += _rule_failures(scenario, launch, env)
+    facts = launch.facts(env, host.attempt, host.seconds)
+    failures += _rule_failures(scenario, facts)
 
-    facts, base = launch.facts(env), scenario.performance
+    base = scenario.performance
     single, peak, ttft = base.single_stream_tok_s, base.peak_tok_s, base.ttft_ms
     load = scenario.engine.phases.load
     garbled, notes = False, []
@@ -139,4 +165,6 @@ def build_plan(
         garbled=garbled,
         notes=notes,
         load_seconds=load,
+        timed=clock_faults(scenario, gpus, host.seconds),
+        strike_at_start=strike_at_start,
     )

@@ -7,6 +7,7 @@ memory keeps growing, which is how a live load is told from a hung one.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -19,10 +20,12 @@ from twin.engine.failure import INIT_MIB, Failure, crash
 from twin.engine.logs import EngineLog, progress_bar
 from twin.engine.plan import Plan
 from twin.engine.startup_text import SglangText, StartupText, VllmText
+from twin.host_state import HostState
 from twin.ledger import GpuLedgerEntry
 from twin.scenario import Scenario
 
 TICK_SECONDS = 0.05
+READ_PER_TICK = 256 * 1024  # bytes a loading process reads per tick when its load reads weights
 SHARDS_LINE = "Loading safetensors checkpoint shards"
 
 
@@ -36,6 +39,7 @@ class Startup:
         ledger: GpuLedgerEntry,
         env: Mapping[str, str],
         role: NodeRole | None = None,
+        host_state: HostState | None = None,
     ) -> None:
         self.plan, self.scenario, self.clock, self.log, self.ledger, self.env = (
             plan,
@@ -45,6 +49,9 @@ class Startup:
             ledger,
             env,
         )
+        self.host_state = host_state
+        self.timed = sorted(plan.timed, key=lambda item: item.host_seconds)
+        self._host_seconds_at_start = host_state.seconds() if host_state is not None else 0.0
         self.launch = plan.launch
         text_class = SglangText if self.launch.engine == "sglang" else VllmText
         self.text: StartupText = text_class(log, plan, scenario)
@@ -73,10 +80,43 @@ class Startup:
             return self.failure.progress
         return None
 
+    def host_seconds(self) -> float:
+        return self._host_seconds_at_start + self.clock.elapsed()
+
+    def _check_timed(self) -> None:
+        """A fault due by the host's clock strikes now if its time has come."""
+        if self.timed and self.host_seconds() >= self.timed[0].host_seconds:
+            self.failure = self.timed.pop(0).failure
+            self.fail()
+
+    def _stall(self, seconds: float) -> None:
+        """Silent, memory frozen, for ``seconds`` of simulated time (a delayed outcome, e.g. a watchdog)."""
+        self.ledger.update(phase="stalled")
+        until = time.monotonic() + self.clock.real_seconds(seconds)
+        while time.monotonic() < until:
+            self._check_timed()
+            time.sleep(min(TICK_SECONDS, max(0.001, until - time.monotonic())))
+
+    def _happen(self) -> None:
+        """What the host sees when the failure happens: the fault it strikes and the kernel's lines."""
+        assert self.failure is not None
+        kernel = [line.replace("{pid}", str(os.getpid())) for line in self.failure.kernel_lines]
+        if self.host_state is None:
+            return
+        if self.failure.fault is not None:
+            self.host_state.strike(self.failure.fault, kernel)
+        elif kernel:
+            self.host_state.log_kernel(kernel)
+
     def fail(self) -> None:
         """Carry out the planned failure: never returns."""
         assert self.failure is not None
+        self._happen()
         self.log.lines(self.failure.lines)
+        if self.failure.kind == "killed":  # the OOM killer: no last words
+            self.ledger.release()
+            sys.stderr.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
         if self.failure.kind == "crash":
             self.ledger.release()
             sys.stderr.flush()
@@ -102,8 +142,11 @@ class Startup:
                 on_tick(fraction)
             if fraction >= stop:
                 break
+            self._check_timed()
             time.sleep(min(TICK_SECONDS, max(0.001, real * stop - (time.monotonic() - started))))
         if stop_at is not None:
+            assert self.failure is not None
+            self._stall(self.failure.after_seconds)
             self.fail()
 
     # -- phases -----------------------------------------------------------------------------------------
@@ -152,16 +195,27 @@ class Startup:
         self.text.load_begin()
         shards, seconds = self.scenario.model.num_shards, self.plan.load_seconds
         interval = self.scenario.engine.phases.progress_interval
+        behaviour = self.scenario.engine.load
         printed = {"next": 0.0}
+        reader = open("/dev/zero", "rb", buffering=0) if behaviour.reads_weights else None  # noqa: SIM115
 
         def tick(fraction: float) -> None:
+            if reader is not None:
+                reader.read(READ_PER_TICK)  # real reads: the process's I/O counters rise as a load's do
             elapsed = fraction * seconds
             if elapsed + 1e-9 >= printed["next"] or fraction >= 1.0:
                 done = shards if fraction >= 1.0 else int(fraction * shards)
                 self.text.progress(progress_bar(SHARDS_LINE, done, shards, elapsed, seconds / shards))
                 printed["next"] = float("inf") if fraction >= 1.0 else elapsed + interval
 
-        self._advance("load", seconds, self.plan.memory.weights_mib, tick)
+        weights = self.plan.memory.weights_mib
+        try:
+            self._advance("load", seconds, weights if behaviour.gpu_memory == "grows" else 0.0, tick)
+        finally:
+            if reader is not None:
+                reader.close()
+        if behaviour.gpu_memory == "at_end":
+            self._record(self.used_mib + weights, "load")
         self.text.load_end()
         if self.plan.spec is not None:
             self.text.load_begin(draft=True)
@@ -208,6 +262,17 @@ class Startup:
         self._advance("warmup", self.scenario.engine.phases.warmup, 0.0)
         if announce:
             self.text.warmup()
+
+    async def watch_serving(self) -> None:
+        """While serving: a failure planned after some serving time, or one due by the host's clock."""
+        planned = self.failure if self.failure is not None and self.failure.phase == "serving" else None
+        until = time.monotonic() + self.clock.real_seconds(planned.after_seconds) if planned else float("inf")
+        if planned is None and not self.timed:
+            return
+        while time.monotonic() < until:
+            self._check_timed()
+            await asyncio.sleep(TICK_SECONDS)
+        self.fail()
 
     def bind_failed(self, lines: list[str]) -> None:
         self.failure = Failure("crash", "serving", lines, 1, source="port")

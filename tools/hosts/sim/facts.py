@@ -11,7 +11,7 @@ from tools.hosts.base import GpuInfo, GpuLink, GpuProbe
 from twin import hardware
 from twin.layout import SimLayout
 from twin.ledger import memory_in_use
-from twin.scenario import Scenario
+from twin.scenario import GpuFault, Scenario
 
 PROJECT_ROOT = Path(twin.__file__).resolve().parent.parent
 
@@ -23,22 +23,32 @@ def memory_used(scenario: Scenario, root: Path) -> list[int] | None:
     return [idle + value for value in memory_in_use(root, scenario.host.gpu_count)]
 
 
-def probe(scenario: Scenario, root: Path) -> GpuProbe:
+def probe(scenario: Scenario, root: Path, active: list[GpuFault] | None = None) -> GpuProbe:
+    """The GPUs as a probe sees them; ``active``: the faults in effect (default: those present from the start).
+    A GPU that fell off the bus is missing from the list and from the topology, and NVML's error says so."""
     if scenario.host.gpu_count == 0:
         return GpuProbe(
             error="NVML: no NVIDIA GPU found (the simulated host has no GPUs)",
             driver_version=scenario.host.driver_version,
             cuda_version=scenario.host.cuda_version,
         )
-    gpus = [GpuInfo(**vars(row)) for row in hardware.gpu_rows(scenario, memory_used(scenario, root) or [])]
+    rows = hardware.gpu_rows(scenario, memory_used(scenario, root) or [], active)
+    gpus = [GpuInfo(**vars(row)) for row in rows]
+    present = {gpu.index for gpu in gpus}
     link, p2p = scenario.host.link(), scenario.host.p2p_supported
-    topology = [GpuLink(gpu_a=a, gpu_b=b, link=link, p2p_supported=p2p) for a, b in hardware.pairs(scenario)]
+    topology = [
+        GpuLink(gpu_a=a, gpu_b=b, link=link, p2p_supported=p2p)
+        for a, b in hardware.pairs(scenario)
+        if a in present and b in present
+    ]
+    lost = [f"NVML: {hardware.lost_gpu_error(fault)}" for fault in active or [] if fault.lost]
     return GpuProbe(
         gpus=gpus,
         topology=topology,
         interconnect=hardware.interconnect(scenario),
         driver_version=scenario.host.driver_version,
         cuda_version=scenario.host.cuda_version,
+        error="; ".join(lost) or None,
     )
 
 

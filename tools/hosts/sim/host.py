@@ -16,6 +16,7 @@ from tools.hosts.local import LocalHost
 from tools.hosts.sandbox import Confinement
 from tools.hosts.sim import facts
 from tools.hosts.sim.translate import Translator, is_stand_in
+from twin.host_state import HostState
 from twin.layout import SimLayout, materialize
 from twin.loader import load_scenario
 from twin.ports import LOOPBACK_NAMES, PortMap
@@ -31,6 +32,8 @@ class SimHost(LocalHost):
         self.scenario_file = scenario_file
         self.layout = SimLayout.for_state_dir(state_dir, scenario)
         materialize(self.layout, scenario)
+        self.state = HostState(self.layout.root, scenario)
+        self.state.start_clock()
         self.translator = Translator(scenario_file, self.layout.root)
 
     @classmethod
@@ -110,4 +113,4 @@ class SimHost(LocalHost):
         return facts.memory_used(self.scenario, self.layout.root)
 
     def probe_gpus(self) -> GpuProbe:
-        return facts.probe(self.scenario, self.layout.root)
+        return facts.probe(self.scenario, self.layout.root, [fault for _, fault in self.state.active_faults()])
