@@ -121,6 +121,7 @@ def bases(base: Path, model_path: str, specforge_python: str) -> dict[str, dict[
         "update_state": {"tasks": [{"id": "t1", "title": "fuzz"}], "findings": [{"summary": "f"}]},
         "wait": {"seconds": 0.01, "reason": "fuzz"},
         "probe_system": {},
+        "read_kernel_log": {"max_lines": 50},
         "launch_engine": {
             "config": {"engine": "sglang", "model_path": model_path, "port": 39_111},
             "name": "fuzz",

@@ -9,6 +9,7 @@ from tools.deploy.tools import LaunchDeploymentTool, RenderDeploymentTool
 from tools.drafter.tools import DrafterStatusTool, TrainDrafterTool
 from tools.engines.control import EngineStatusTool, StopEngineTool
 from tools.engines.launch import LaunchEngineTool
+from tools.kernel_log import ReadKernelLogTool
 from tools.logs.diagnose_tool import DiagnoseLogTool
 from tools.logs.tail_tool import TailLogTool
 from tools.patch.tools import PatchFileTool, RevertPatchTool
@@ -24,6 +25,7 @@ def default_tools() -> list[AnyTool]:
         WaitTool(),
         ProbeSystemTool(),
         CheckNodesTool(),
+        ReadKernelLogTool(),
         LaunchEngineTool(),
         StopEngineTool(),
         EngineStatusTool(),

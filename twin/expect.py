@@ -39,4 +39,5 @@ class Expectation(_Strict):
     report: list[str] = Field(default_factory=list)
     # Words no change the run made may contain (e.g. no NCCL setting after a GPU fell off the bus).
     never_changed: list[str] = Field(default_factory=list)
+    never_called: list[str] = Field(default_factory=list)  # tools the run must not call (e.g. train_drafter)
     why: str = ""  # the reasoning behind the expectation, for people

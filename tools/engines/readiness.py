@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +32,7 @@ from tools.logs.kernel import engine_oom_kills
 from tools.logs.library import SignatureLibrary, load_library
 from tools.logs.on_host import diagnose_on_host
 from tools.logs.reader import last_frame
+from tools.logs.settings_dump import engine_settings_of
 from tools.processes import refresh
 from tools.records import ProcessRecord
 
@@ -56,6 +57,8 @@ class ReadinessReport(BaseModel):
     exit_code: int | None = None
     diagnosis: Diagnosis | None = None
     log_offset: int = 0
+    # Settings the engine reports it runs with (launch-config names), e.g. its default CUDA-graph cap.
+    engine_settings: dict[str, Any] = Field(default_factory=dict)
     # A multi-node launch: the rank whose exit ended the wait (its diagnosis is the one above).
     failed_process: str | None = None
 
@@ -213,6 +216,7 @@ def wait_for_ready(
     report.activity_seen = sorted(monitor.signals_seen)
     report.quiet_seconds = round(monitor.quiet_seconds, 2)
     report.log_offset = follower.offset
+    report.engine_settings = engine_settings_of(host, record.log_path)
     return report
 
 
