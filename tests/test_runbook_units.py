@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent.actions import Ask
 from agent.policies.runbook import drafter
 from agent.policies.runbook.answers import apply_answer, settings_in
 from agent.policies.runbook.goal import parse_goal, pick_drafter, pick_target
@@ -11,8 +12,7 @@ from agent.policies.runbook.launches import on_launch, record_attempt
 from agent.policies.runbook.progress import RunbookProgress
 from agent.policies.runbook.remedies import applicable, apply_remedy
 from agent.policies.runbook.settings import RunbookSettings
-from agent.state import ProjectState
-from tools.engines.launch import LaunchEngineOutput
+from agent.state import ProjectState, Question
 from tools.engines.readiness import ReadinessReport
 from tools.logs.diagnose import diagnose_file
 from tools.records import ModelInfo, ProcessRecord
@@ -49,9 +49,10 @@ def test_remedies_change_one_thing_and_leave_the_input_untouched() -> None:
     assert changed["env"] == {"NCCL_P2P_DISABLE": "1"} and config["env"] == {}
     assert notes == ["NCCL_P2P_DISABLE=1"]
     lowered, notes = apply_remedy(changed, {"adjust_flag": {"mem_fraction": -0.05}})
-    assert lowered["mem_fraction"] == 0.8 and notes == ["mem_fraction: 0.85 -> 0.8"]
-    halved, _ = apply_remedy(lowered, {"scale_flag": {"cuda_graph_max_bs": 0.5}})
-    assert halved["cuda_graph_max_bs"] == 64
+    assert lowered["mem_fraction"] == 0.8 and notes == ["mem_fraction: 0.85 -> 0.8 (from an assumed default)"]
+    halved, notes = apply_remedy(lowered, {"scale_flag": {"cuda_graph_max_bs": 0.5}}, {"cuda_graph_max_bs": 256})
+    assert halved["cuda_graph_max_bs"] == 128  # from the value the engine reported, not an assumed one
+    assert notes == ["cuda_graph_max_bs: 256 -> 128 (from the engine's own default)"]
     moved, notes = apply_remedy(halved, {"pick_free_port": True})
     assert isinstance(moved["port"], int) and notes[0].startswith("port=")
     same, notes = apply_remedy(moved, {"set_env": {"NCCL_P2P_DISABLE": "1"}})
@@ -68,38 +69,29 @@ def test_answers_carry_settings_and_release_the_question() -> None:
     progress = RunbookProgress(
         base_config={"engine": "sglang", "env": {}}, blocked_on="unknown_failure", phase="launch"
     )
-    apply_answer(state, progress, "retry with attention_backend=triton")
+    apply_answer(state, progress, Question(id="q1", question="?", answer="retry with attention_backend=triton"))
     assert progress.base_config["attention_backend"] == "triton"
     assert progress.blocked_on is None and "unknown_failure" in progress.acknowledged
     assert "operator answered" in state.findings[-1].summary
 
 
-def _launch_output(log: Path) -> LaunchEngineOutput:
+def _failed(state: ProjectState, progress: RunbookProgress, log: Path) -> Ask | None:
     readiness = ReadinessReport(outcome="exited", exit_code=1, diagnosis=diagnose_file(log))
-    return LaunchEngineOutput(
-        name="engine-1",
-        pid=1,
-        log_path=str(log),
-        base_url="http://127.0.0.1:30000",
-        argv=[],
-        env={},
-        engine_version=None,
-        notes=[],
-        readiness=readiness,
-    )
+    return on_launch(state, progress, readiness, "http://127.0.0.1:30000", str(log), RunbookSettings())
 
 
 def test_an_attention_backend_error_switches_the_backend_and_a_config_error_asks() -> None:
     state = ProjectState(goal="serve gemma")
     progress = RunbookProgress(base_config={"engine": "vllm", "env": {}, "kv_cache_dtype": "fp8"}, phase="launch")
     record_attempt(progress, "baseline launch")
-    asked = on_launch(state, progress, _launch_output(LOGS / "vllm-attention-backend.log"), RunbookSettings())
+    asked = _failed(state, progress, LOGS / "vllm-attention-backend.log")
     assert asked is None and progress.base_config["attention_backend"] == "triton"
     record_attempt(progress, "attention_backend=triton")
-    asked = on_launch(state, progress, _launch_output(LOGS / "vllm-attention-backend.log"), RunbookSettings())
+    asked = _failed(state, progress, LOGS / "vllm-attention-backend.log")
     assert asked is None and progress.base_config["kv_cache_dtype"] is None  # the next remedy, one change
+    assert progress.base_config.get("attention_backend") is None  # the one that did not help is reverted
     record_attempt(progress, "kv_cache_dtype removed")
-    asked = on_launch(state, progress, _launch_output(LOGS / "sglang-rejected-flag.log"), RunbookSettings())
+    asked = _failed(state, progress, LOGS / "sglang-rejected-flag.log")
     assert asked is not None and asked.question_kind == "config_error"
     assert any("unrecognized arguments" in line for line in asked.evidence)
 
@@ -122,11 +114,11 @@ def test_a_repeated_drafter_call_follows_the_job_that_already_runs() -> None:
 def test_training_setup_answers_keep_the_baseline_or_probe_again() -> None:
     state = ProjectState(goal="serve kimi with eagle3")
     keep = RunbookProgress(phase="train", blocked_on="training_setup")
-    apply_answer(state, keep, "keep the baseline")
+    apply_answer(state, keep, Question(id="q1", question="?", answer="keep the baseline"))
     assert (keep.purpose, keep.phase) == ("trained", "advance") and "keep the baseline" in keep.training.notes[0]
     retry = RunbookProgress(phase="train", blocked_on="training_setup")
     retry.training.step = "data"
-    apply_answer(state, retry, "retry")
+    apply_answer(state, retry, Question(id="q2", question="?", answer="retry"))
     assert (retry.phase, retry.training.step, retry.training.reprobe) == ("train", "check", True)
 
 

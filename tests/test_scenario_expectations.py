@@ -32,4 +32,5 @@ def test_there_are_at_least_twelve_grounded_scenarios() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[path.stem for path in SCENARIOS])
 def test_the_scenario_reaches_its_expected_outcome(scenario: Path, state_dir: Path) -> None:
-    assert run_expected(scenario, state_dir) == []
+    problems = run_expected(scenario, state_dir)
+    assert not problems, "\n".join(problems)

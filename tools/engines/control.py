@@ -10,6 +10,7 @@ from pydantic import Field
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.engines.config import EngineLaunchConfig
 from tools.engines.health import check_health
+from tools.engines.readiness import ReadinessReport, WaitSettings, wait_for_ready
 from tools.logs.diagnose import Diagnosis, DiagnosisHints
 from tools.logs.kernel import engine_oom_kills
 from tools.logs.on_host import diagnose_on_host
@@ -64,6 +65,13 @@ class StopEngineTool(Tool[StopEngineArgs, StopEngineOutput]):
 
 class EngineStatusArgs(EngineName):
     tail_lines: int = Field(5, ge=0, le=200, description="How many last log lines to include.")
+    wait_ready_seconds: float | None = Field(
+        None,
+        gt=0,
+        le=7 * 24 * 3600,
+        description="Keep watching a starting engine, as launch_engine does, until it is ready, dies or hangs: "
+        "at least this long, longer while its measured loading rate says it will finish. Omitted: a snapshot.",
+    )
 
 
 class EngineStatusOutput(ToolOutput):
@@ -82,6 +90,7 @@ class EngineStatusOutput(ToolOutput):
     log_path: str
     last_lines: list[str] = Field(default_factory=list)
     diagnosis: Diagnosis | None = None
+    readiness: ReadinessReport | None = None  # when asked to wait: what the watcher saw
 
 
 def _uptime(record: ProcessRecord) -> float | None:
@@ -102,8 +111,12 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
     output_model = EngineStatusOutput
     timeout_seconds: ClassVar[float] = 60.0
 
+    def timeout_for(self, args: EngineStatusArgs) -> float:
+        return 60.0 if args.wait_ready_seconds is None else 24 * 3600.0 + args.wait_ready_seconds
+
     def run(self, args: EngineStatusArgs, context: ToolContext) -> EngineStatusOutput:
         record = resolve_process(context.state, args.name, kind="engine")
+        readiness = _wait(record, args, context)
         host = context.host_of(record)
         status = host.status(record.pid, record.create_time)
         output = EngineStatusOutput(
@@ -146,7 +159,25 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
                 kernel_lines=[] if status.alive else engine_oom_kills(host, [record.pid], log),
             )
             output.diagnosis = diagnose_on_host(host, log, hints)
+        output.readiness = readiness
         return output
+
+
+def _wait(record: ProcessRecord, args: EngineStatusArgs, context: ToolContext) -> ReadinessReport | None:
+    """With ``wait_ready_seconds``: watch a live, not yet serving engine with the launch watcher."""
+    config = _recorded_config(record)
+    if args.wait_ready_seconds is None or config is None or record.state in ("ready", "exited", "stopped"):
+        return None
+    if not context.host_of(record).status(record.pid, record.create_time).alive:
+        return None
+    settings = WaitSettings(
+        wait_timeout_seconds=args.wait_ready_seconds,
+        hang_after_seconds=context.settings.hang_after_seconds,
+        poll_seconds=min(2.0, max(0.05, context.settings.hang_after_seconds / 10)),
+        health_every_seconds=min(10.0, max(0.1, context.settings.hang_after_seconds / 5)),
+    )
+    context.progress(f"{record.name}: watching the start-up for at least {args.wait_ready_seconds:.0f} s more")
+    return wait_for_ready(record, config, context, settings, peers=group_members(context.state, record))
 
 
 def _recorded_config(record: ProcessRecord) -> EngineLaunchConfig | None:

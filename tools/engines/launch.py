@@ -65,7 +65,7 @@ class LaunchEngineTool(Tool[LaunchEngineArgs, LaunchEngineOutput]):
 
     def timeout_for(self, args: LaunchEngineArgs) -> float:
         # The wait loop keeps its own deadline (which may come from the config); this is a backstop.
-        return (args.wait_timeout_seconds or 4 * 3600.0) + 300.0 if args.wait else 300.0
+        return (args.wait_timeout_seconds or 24 * 3600.0) + 300.0 if args.wait else 300.0
 
     def run(self, args: LaunchEngineArgs, context: ToolContext) -> LaunchEngineOutput:
         config = args.config

@@ -25,9 +25,9 @@ class LaunchEngineArgs(ToolArgs):
     wait_timeout_seconds: float | None = Field(
         None,
         gt=0,
-        description="Give up waiting after this long "
-        "(the engine keeps running). Default: the configured load "
-        "timeout (30 min), since large MoE models load for 7-20 min.",
+        description="Give up waiting after exactly this long (the engine keeps running). Default: progress "
+        "decides: the configured load timeout (30 min) until the weight load shows a rate, then the time "
+        "that rate needs with a 50% margin, so a slow load that keeps progressing is waited for.",
     )
     hang_after_seconds: float | None = Field(
         None,
@@ -105,6 +105,7 @@ def wait_settings(args: LaunchEngineArgs, context: ToolContext) -> WaitSettings:
         hang_after_seconds=args.hang_after_seconds or context.settings.hang_after_seconds,
         poll_seconds=args.poll_seconds,
         health_every_seconds=args.health_every_seconds,
+        fixed_deadline=args.wait_timeout_seconds is not None,
     )
 
 

@@ -9,12 +9,15 @@ soon as one of these holds:
   between releases. Another program answering on the port never counts (a finding says so once);
 - ``exited``: the process died; the log's diagnosis is attached;
 - ``hung``: no activity at all (see :mod:`tools.engines.activity`) for ``hang_after_seconds``;
-- ``timeout``: still loading after ``wait_timeout_seconds`` (the engine is left running).
+- ``timeout``: still loading past its deadline (the engine is left running). Progress decides the
+  deadline (:mod:`tools.engines.deadline`): ``wait_timeout_seconds`` until the weight load shows a rate,
+  then what that rate needs with a margin; ``fixed_deadline`` makes ``wait_timeout_seconds`` final.
 Every outcome but ``ready`` carries the diagnosis of the log.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -25,6 +28,7 @@ from engine_facts.milestones import milestones as release_milestones
 from tools.base import ToolContext
 from tools.engines.activity import ActivityMonitor
 from tools.engines.config import EngineLaunchConfig
+from tools.engines.deadline import LoadDeadline
 from tools.engines.health import HealthCheck, check_health
 from tools.hosts.base import Host, ProcessStatus
 from tools.logs.diagnose import Diagnosis, DiagnosisHints
@@ -44,6 +48,7 @@ class WaitSettings(BaseModel):
     hang_after_seconds: float = Field(gt=0)
     poll_seconds: float = Field(2.0, gt=0)
     health_every_seconds: float = Field(10.0, gt=0)
+    fixed_deadline: bool = False  # True: wait_timeout_seconds is final, whatever the load's rate
 
 
 class ReadinessReport(BaseModel):
@@ -61,6 +66,10 @@ class ReadinessReport(BaseModel):
     engine_settings: dict[str, Any] = Field(default_factory=dict)
     # A multi-node launch: the rank whose exit ended the wait (its diagnosis is the one above).
     failed_process: str | None = None
+    load_fraction: float = 0.0  # how much of the weight load was reported done
+    projected_load_seconds: float | None = None  # the load's duration from its measured rate
+    deadline_seconds: float = 0.0  # when waiting would have ended (from the measured rate, else the base)
+    progress_note: str = ""  # the load's progress, rate and deadline, for people
 
 
 class RankReport(BaseModel):
@@ -93,6 +102,7 @@ class _LogFollower:
         self.release_lines = [line for line in release_lines if line.stage != "ready"]
         self.ready_line: str | None = None
         self.stage: str | None = None
+        self.load_fraction: float | None = None  # the latest "done/total shards" of the weight load
 
     def poll(self) -> tuple[int, list[str]]:
         """(new line count, new milestone messages)."""
@@ -111,6 +121,7 @@ class _LogFollower:
                 if match:
                     self.stage = progress.stage
                     milestones.append(progress.describe(match))
+                    self._load_fraction(match)
                     break
             else:
                 known = next((item for item in self.release_lines if item.regex.search(line)), None)
@@ -118,6 +129,11 @@ class _LogFollower:
                     self.stage = known.stage
                     milestones.append(known.message)
         return len(lines), milestones
+
+    def _load_fraction(self, match: re.Match[str]) -> None:
+        groups = match.groupdict()
+        if self.stage == "weights" and (groups.get("done") or "").isdigit() and (groups.get("total") or "").isdigit():
+            self.load_fraction = int(groups["done"]) / max(1, int(groups["total"]))
 
 
 def _dead_peer(peers: Sequence[ProcessRecord], context: ToolContext) -> tuple[ProcessRecord, ProcessStatus] | None:
@@ -143,7 +159,9 @@ def wait_for_ready(
         host, record.log_path, config.engine, load_library(), str(record.config.get("engine_version") or "") or None
     )
     monitor = ActivityMonitor(settings.hang_after_seconds)
+    deadline = LoadDeadline(settings.wait_timeout_seconds, settings.hang_after_seconds, settings.fixed_deadline)
     report = ReadinessReport(outcome="timeout")
+    announced = {"limit": settings.wait_timeout_seconds}
     last_health = float("-inf")
     foreign_noted = False
 
@@ -155,6 +173,13 @@ def wait_for_ready(
                 context.progress(f"{record.name}: {message}")
         if new_lines and record.state == "starting":
             record.state = "loading"
+        if follower.load_fraction is not None:
+            deadline.observe_fraction(follower.load_fraction)
+        if follower.stage not in (None, "distributed_init", "weights"):
+            deadline.observe_weights_done()
+        if deadline.limit_seconds() > 1.1 * announced["limit"]:  # say so when the rate moves the deadline
+            announced["limit"] = deadline.limit_seconds()
+            context.progress(f"{record.name}: still progressing: {deadline.describe()}")
         return new_lines
 
     while True:
@@ -205,7 +230,7 @@ def wait_for_ready(
                 record, config, context, alive=True, exit_code=None, stale_after_seconds=settings.hang_after_seconds
             )
             break
-        if now - started >= settings.wait_timeout_seconds:
+        if deadline.due():
             report.diagnosis = _diagnosis(
                 record, config, context, alive=True, exit_code=None, stale_after_seconds=settings.hang_after_seconds
             )
@@ -217,6 +242,10 @@ def wait_for_ready(
     report.quiet_seconds = round(monitor.quiet_seconds, 2)
     report.log_offset = follower.offset
     report.engine_settings = engine_settings_of(host, record.log_path)
+    report.load_fraction = deadline.fraction
+    report.projected_load_seconds = deadline.projected_load_seconds()
+    report.deadline_seconds = round(deadline.limit_seconds(), 2)
+    report.progress_note = deadline.describe()
     return report
 
 

@@ -1,72 +1,69 @@
-"""Reacting to an engine launch: ready, or diagnosed and remedied one change at a time, or escalated."""
+"""Reacting to an engine launch: ready, still loading past its deadline, refused, or failed (see
+``failures.py``)."""
 
 from __future__ import annotations
 
 from agent.actions import Ask
-from agent.policies.runbook.calls import SPECULATIVE_PURPOSES
+from agent.policies.runbook.asking import ask
+from agent.policies.runbook.failures import on_failure
+from agent.policies.runbook.ladders import judge_last_step, shortfall_gib
 from agent.policies.runbook.progress import Attempt, RunbookProgress
-from agent.policies.runbook.remedies import applicable, apply_remedy, for_device
+from agent.policies.runbook.remedies import apply_remedy
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
-from tools.engines.launch_io import LaunchEngineOutput
+from tools.engines.readiness import ReadinessReport
 from tools.logs.diagnose import Diagnosis
-
-# Classes no launch change of the runbook's own can fix: a person is asked, with the evidence.
-ESCALATE_CLASSES = {"unknown": "unknown_failure", "gpu_hardware_fault": "hardware", "config_error": "config_error"}
-
-
-def _evidence(diagnosis: Diagnosis, log_path: str | None) -> list[str]:
-    evidence = []
-    if diagnosis.key_line:
-        evidence.append(f"line {diagnosis.line_number}: {diagnosis.key_line}")
-    evidence += diagnosis.evidence[:4]
-    if log_path:
-        evidence.append(f"log: {log_path}")
-    return evidence
 
 
 def on_launch(
-    state: ProjectState, progress: RunbookProgress, output: LaunchEngineOutput, settings: RunbookSettings
+    state: ProjectState,
+    progress: RunbookProgress,
+    readiness: ReadinessReport,
+    base_url: str | None,
+    log_path: str | None,
+    settings: RunbookSettings,
 ) -> Ask | None:
-    """Record the attempt's outcome and choose the next phase. Returns a question when blocked."""
+    """Record the attempt's outcome and choose the next phase. Returns a question when blocked now."""
     attempt = progress.attempts[-1]
-    outcome = output.readiness.outcome
-    attempt.outcome = outcome
+    attempt.outcome = readiness.outcome
     progress.current = attempt.process
-    if outcome == "ready":
-        progress.base_url = output.base_url
+    progress.engine_settings.update(readiness.engine_settings)
+    if readiness.outcome == "ready":
+        judge_last_step(state, progress, attempt)
+        progress.base_url = base_url
         progress.phase, progress.bench_stage = "verify", "single"
         if progress.purpose == "training_target":
             progress.phase = "train"
         return None
-    diagnosis = output.readiness.diagnosis or Diagnosis(diagnosis_class="unknown", confidence=0.0)
-    klass = diagnosis.diagnosis_class
-    attempt.diagnosis, attempt.key_line = klass, diagnosis.key_line
-    evidence = _evidence(diagnosis, output.log_path)
-    # A hung or still-loading engine holds its GPUs: stop it before anything else.
-    progress.after_stop = "launch"
-    progress.phase = "stop" if outcome in ("hung", "timeout") else "launch"
-    if klass in ESCALATE_CLASSES:
-        return _ask_about_failure(progress, klass, outcome, evidence, diagnosis)
-    if progress.purpose in SPECULATIVE_PURPOSES:
-        state.add_finding(
-            f"{progress.purpose} drafter configuration failed to start ({klass}); "
-            "it is dropped and the run goes on without it",
-            evidence=evidence,
-        )
-        progress.after_stop = "advance"
-        progress.phase = "stop" if outcome in ("hung", "timeout") else "advance"
-        return None
-    same_purpose = [item for item in progress.attempts[progress.attempts_forgiven :] if item.purpose == attempt.purpose]
-    if len(same_purpose) >= settings.max_attempts:
-        return _ask(
-            progress,
-            "exhausted",
-            f"{len(same_purpose)} launch attempts failed; the last one: {klass}",
-            evidence,
-            "the remedies tried so far did not bring the engine up",
-        )
-    return _apply_next_remedy(state, progress, klass, diagnosis, evidence)
+    diagnosis = readiness.diagnosis or Diagnosis(diagnosis_class="unknown", confidence=0.0)
+    attempt.diagnosis, attempt.key_line = diagnosis.diagnosis_class, diagnosis.key_line
+    attempt.phase, attempt.shortfall_gib = diagnosis.phase, shortfall_gib(diagnosis)
+    if readiness.outcome == "timeout":
+        return _still_loading(state, progress, readiness)
+    return on_failure(state, progress, diagnosis, readiness.exit_code, log_path, settings)
+
+
+def _still_loading(state: ProjectState, progress: RunbookProgress, readiness: ReadinessReport) -> Ask | None:
+    """Alive and active, but past the deadline its own progress allowed: the load is the evidence, so it
+    keeps running while a person decides."""
+    attempt = progress.attempts[-1]
+    evidence = [
+        f"progress: {readiness.progress_note}",
+        f"activity seen: {', '.join(readiness.activity_seen) or 'none'}; quiet for {readiness.quiet_seconds:.0f} s",
+        *readiness.milestones[-3:],
+    ]
+    state.add_finding(f"attempt {attempt.number}: still loading past its deadline", evidence=evidence)
+    return ask(
+        state,
+        progress,
+        "slow_load",
+        f"{attempt.process} is alive and still starting, but it is past the time its own progress allowed "
+        f"({readiness.progress_note}). Should I keep waiting for it, or stop?",
+        evidence,
+        "a load slower than its rate so far (slow storage, a long post-load step); it is not hung",
+        keep_alive_because="stopping it would throw away the load so far",
+        options=["keep waiting", "stop here", "KEY=VALUE settings to apply, then retry"],
+    )
 
 
 def on_launch_refused(state: ProjectState, progress: RunbookProgress, error: str) -> bool:
@@ -82,80 +79,6 @@ def on_launch_refused(state: ProjectState, progress: RunbookProgress, error: str
         f"attempt {len(progress.attempts)}: the port is held by another process; moving to a free one", evidence=[error]
     )
     return True
-
-
-def _apply_next_remedy(
-    state: ProjectState, progress: RunbookProgress, klass: str, diagnosis: Diagnosis, evidence: list[str]
-) -> Ask | None:
-    tried = progress.tried.setdefault(klass, [])
-    human_only: list[str] = []
-    for remedy in diagnosis.remedies:
-        if remedy.id in tried:
-            continue
-        action = for_device(remedy.action, progress.base_config, progress.cpu_kv_space_max_gib)
-        if not applicable(action):
-            if action.get("needs_human"):
-                human_only.append(remedy.text)
-            continue
-        new_config, changes = apply_remedy(progress.base_config, action)
-        tried.append(remedy.id)
-        if not changes:
-            continue
-        progress.base_config = new_config
-        why = f"{', '.join(changes)} after {klass}"
-        progress.changes.append(f"{why} ({diagnosis.key_line or 'see log'})")
-        state.add_finding(
-            f"attempt {len(progress.attempts)} failed with {klass}; next: {remedy.text}", evidence=evidence
-        )
-        return None
-    hypothesis = human_only[0] if human_only else f"the known remedies for {klass} are exhausted"
-    return _ask(
-        progress,
-        "exhausted",
-        f"the engine still fails with {klass} after {', '.join(tried) or 'no'} remedies",
-        evidence,
-        hypothesis,
-    )
-
-
-def _ask_about_failure(
-    progress: RunbookProgress, klass: str, outcome: str, evidence: list[str], diagnosis: Diagnosis
-) -> Ask:
-    if klass == "gpu_hardware_fault":
-        question = (
-            "A GPU reported a hardware fault while the engine started; retrying could make it worse. "
-            "Please check the GPU (nvidia-smi -q, kernel log) and tell me how to proceed."
-        )
-        hypothesis = "a failing GPU (Xid/ECC error); it may need a reset, a reboot or replacement"
-    elif klass == "config_error":
-        question = (
-            "The engine rejected its launch arguments (see the key line for its reason). Tell me which "
-            "setting to change (e.g. reasoning_parser=kimi_k2 or attention_backend=triton), or fix the "
-            "launch and answer 'retry'."
-        )
-        reason = diagnosis.root_cause.message if diagnosis.root_cause and diagnosis.root_cause.message else ""
-        hypothesis = reason or diagnosis.summary or "a flag or value the installed engine release does not accept"
-    else:
-        question = (
-            f"The engine {outcome} with an error I have no remedy for. Please look at the evidence and "
-            "tell me what to change (you can answer with settings such as attention_backend=triton "
-            "or NCCL_P2P_DISABLE=1), or fix the environment and answer 'retry'."
-        )
-        hypothesis = diagnosis.summary or "an unknown fatal error in the engine; see the key line"
-    return _ask(progress, ESCALATE_CLASSES[klass], question, evidence, hypothesis)
-
-
-def _ask(progress: RunbookProgress, kind: str, question: str, evidence: list[str], hypothesis: str) -> Ask:
-    progress.blocked_on = kind
-    return Ask(
-        question=question,
-        evidence=evidence,
-        hypothesis=hypothesis,
-        question_kind=kind,
-        context=f"bringing up {progress.served_model} with {progress.engine}; "
-        f"{len(progress.attempts)} launch attempts so far",
-        options=["retry", "KEY=VALUE settings to apply, then retry", "stop here"],
-    )
 
 
 def record_attempt(progress: RunbookProgress, change: str) -> Attempt:

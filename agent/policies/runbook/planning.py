@@ -115,7 +115,8 @@ def plan(state: ProjectState, progress: RunbookProgress, settings: RunbookSettin
             [f"packages: {environment.packages}"],
             "the engine environment is not set up",
         )
-    progress.engine = engine
+    progress.engine, progress.speculative_wanted = engine, goal.speculative
+    progress.gpu_count = len(environment.gpus)
     progress.target_path, progress.served_model = target.path, target.name
     progress.base_config = {
         "engine": engine,

@@ -13,10 +13,13 @@ on this host.
 from __future__ import annotations
 
 from agent.actions import Action, Ask, Decision, Finish, Observation
+from agent.events import RunFailed
 from agent.policies.base import PolicyView
 from agent.policies.runbook import calls, drafter
 from agent.policies.runbook.answers import apply_answer
-from agent.policies.runbook.choices import advance, compare_finding
+from agent.policies.runbook.asking import pending_question
+from agent.policies.runbook.choices import advance, compare_finding, finish_serving
+from agent.policies.runbook.failures import after_recheck
 from agent.policies.runbook.gate import goes_on_despite_wrong_answers, lossless_call, on_lossless
 from agent.policies.runbook.goal import parse_goal
 from agent.policies.runbook.launches import on_launch, on_launch_refused, record_attempt
@@ -29,7 +32,10 @@ from tools.bench.correctness import CorrectnessVerdict
 from tools.bench.tools import CheckCorrectnessOutput, CheckLosslessOutput, RunBenchOutput
 from tools.cluster.preflight import CheckNodesOutput
 from tools.drafter.tools import DrafterOutput
+from tools.engines.control import EngineStatusOutput
 from tools.engines.launch_io import LaunchEngineOutput
+from tools.engines.readiness import ReadinessReport
+from tools.kernel_log import ReadKernelLogOutput
 from tools.records import LIVE_STATES
 
 
@@ -44,7 +50,7 @@ class RunbookPolicy:
         progress = RunbookProgress.load(state)
         try:
             for answer in view.new_answers:
-                apply_answer(state, progress, answer.answer or "")
+                apply_answer(state, progress, answer)
             observation = _awaited(progress, view.observations)
             if observation is not None:
                 asked = self._react(state, progress, observation)
@@ -78,18 +84,28 @@ class RunbookPolicy:
         if not result.ok and observation.tool == "train_drafter":  # training is optional: never block on it
             drafter.on_refused(state, progress, result.error or "no result")
             return None
+        if not result.ok and observation.tool == "read_kernel_log":
+            return after_recheck(state, progress, None, self.settings)  # the probe still counts
         if not result.ok or result.output is None:
             return self._on_error(state, progress, observation.tool, result.error or "no result")
         output = result.output
         if observation.tool == "probe_system":
-            if progress.phase == "probe":  # else: re-probed to train
+            if progress.phase == "recheck":  # re-probed after a failed launch: the kernel log next
+                progress.phase = "recheck_kernel"
+            elif progress.phase == "probe":  # else: re-probed to train
                 progress.phase = "nodes" if len(state.environment.hosts) > 1 else "plan"
         elif observation.tool == "check_nodes":
             return nodes_checked(progress, CheckNodesOutput.model_validate(output))
+        elif observation.tool == "read_kernel_log":
+            return after_recheck(state, progress, ReadKernelLogOutput.model_validate(output), self.settings)
         elif observation.tool == "stop_engine" and progress.phase == "stop":
             progress.phase = progress.after_stop
         elif observation.tool == "launch_engine":
-            return on_launch(state, progress, LaunchEngineOutput.model_validate(output), self.settings)
+            launched = LaunchEngineOutput.model_validate(output)
+            progress.attempts[-1].pid = launched.pid
+            return on_launch(state, progress, launched.readiness, launched.base_url, launched.log_path, self.settings)
+        elif observation.tool == "engine_status" and progress.phase == "await":
+            return self._on_awaited(state, progress, EngineStatusOutput.model_validate(output))
         elif observation.tool == "check_correctness":
             return self._on_correctness(state, progress, CheckCorrectnessOutput.model_validate(output).verdict)
         elif observation.tool == "check_lossless":
@@ -106,11 +122,21 @@ class RunbookPolicy:
 
     def _next(self, state: ProjectState, progress: RunbookProgress) -> Action | None:
         phase, settings = progress.phase, self.settings
-        if phase == "probe":
+        if phase in ("probe", "recheck"):
             paths = parse_goal(state.goal).model_paths
             return calls.call(state, "probe_system", {"model_paths": paths} if paths else {})
         if phase == "nodes":
             return calls.call(state, "check_nodes", {})
+        if phase == "recheck_kernel":
+            return calls.call(state, "read_kernel_log", {})
+        if phase == "ask":
+            return pending_question(progress)
+        if phase == "end":
+            return self._end(state, progress)
+        if phase == "await":
+            return calls.call(
+                state, "engine_status", {"name": progress.current, "wait_ready_seconds": settings.keep_waiting_seconds}
+            )
         if phase == "plan":
             return plan(state, progress, settings)
         if phase == "launch":
@@ -145,6 +171,30 @@ class RunbookPolicy:
             return Finish(summary=final_report(state, progress, settings))
         return calls.call(state, "stop_engine", {"name": progress.current})
 
+    def _end(self, state: ProjectState, progress: RunbookProgress) -> Action | None:
+        """The operator said stop: stop engines that are still starting, then end done or failed."""
+        starting = [
+            record
+            for record in state.processes
+            if record.kind == "engine" and record.state in LIVE_STATES and record.state != "ready"
+        ]
+        if starting:
+            return calls.call(state, "stop_engine", {"name": starting[-1].name})
+        ending = progress.ending
+        if ending is None or ending.status == "failed":
+            raise RunFailed(ending.reason if ending else "stopped on the operator's answer")
+        finish_serving(state, progress, self.settings)
+        return None
+
+    def _on_awaited(self, state: ProjectState, progress: RunbookProgress, output: EngineStatusOutput) -> Ask | None:
+        """The engine watched again after "keep waiting": like the outcome of its launch."""
+        readiness = output.readiness
+        if readiness is None:
+            outcome = "ready" if output.state == "ready" else "exited" if not output.alive else "timeout"
+            readiness = ReadinessReport(outcome=outcome, diagnosis=output.diagnosis, exit_code=output.exit_code)
+        base_url = f"http://127.0.0.1:{output.port}" if output.port else progress.base_url
+        return on_launch(state, progress, readiness, base_url, output.log_path, self.settings)
+
     def _on_correctness(
         self, state: ProjectState, progress: RunbookProgress, verdict: CorrectnessVerdict
     ) -> Ask | None:
@@ -156,7 +206,13 @@ class RunbookPolicy:
             f"{item.name}: {item.answer[:120]!r} {item.problems}" for item in verdict.results if not item.passed
         ]
         if progress.purpose in calls.SPECULATIVE_PURPOSES:
-            state.add_finding(f"{progress.purpose} drafter gives wrong output; dropped", evidence=evidence)
+            # EAGLE verification keeps the target's own output, so wrong text under speculation comes from the
+            # speculative path of this engine, not from the drafter's quality: another drafter would not help.
+            progress.verdicts[progress.purpose] = "dropped: its output was wrong (garbled answers under speculation)"
+            progress.training_pointless = (
+                "the speculative path gives wrong output on this engine and GPU, whatever the drafter"
+            )
+            state.add_finding(f"{progress.purpose} drafter gives wrong output; dropped", evidence=evidence, pinned=True)
             progress.phase = "advance"
             return None
         progress.blocked_on = "garbled_output"

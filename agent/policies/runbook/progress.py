@@ -17,6 +17,11 @@ Phase = Literal[
     "nodes",
     "plan",
     "launch",
+    "await",  # keep watching a live engine that is still loading (the operator said to keep waiting)
+    "recheck",  # a failed launch the log does not explain: probe the hardware again
+    "recheck_kernel",  # ... then read the kernel log
+    "ask",  # ask the question waiting in ``pending_ask`` (after the GPUs were freed)
+    "end",  # the operator said stop: stop what still starts, then end done or failed
     "verify",
     "lossless",
     "bench",
@@ -39,6 +44,29 @@ class Attempt(BaseModel):
     outcome: str = "pending"
     diagnosis: str | None = None
     key_line: str | None = None
+    phase: str | None = None  # how far start-up got (the diagnosis' phase)
+    shortfall_gib: float | None = None  # memory the failing allocation lacked ("Tried to allocate ...")
+    pid: int | None = None
+
+
+class Step(BaseModel):
+    """One change of a remedy ladder: what it changed (with the values before, to revert it) and its verdict."""
+
+    diagnosis: str  # the class it answers
+    remedy: str  # remedy id, or "engine:<setting>" for the engine's own advice
+    text: str
+    action: dict[str, Any]
+    before: dict[str, Any] = Field(default_factory=dict)  # dotted field -> value before (None: unset)
+    changes: list[str] = Field(default_factory=list)
+    attempt: int = 0  # the launch that tried it
+    verdict: Literal["pending", "helped", "no_help", "reverted"] = "pending"
+
+
+class Ending(BaseModel):
+    """How the run ends after an operator's stop answer."""
+
+    status: Literal["done", "failed"]
+    reason: str
 
 
 class Measurement(BaseModel):
@@ -93,6 +121,15 @@ class RunbookProgress(BaseModel):
     cpu_kv_space_max_gib: int | None = None  # the most KV-cache GiB the NUMA nodes leave room for (CPU)
     lossless_reference: list[str] = Field(default_factory=list)  # the baseline's greedy outputs (lossless gate)
     rejected: dict[str, str] = Field(default_factory=dict)  # purpose -> why its configuration was wrong
+    steps: list[Step] = Field(default_factory=list)  # the remedy ladder so far
+    ladders: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)  # class -> its options, in order
+    engine_settings: dict[str, Any] = Field(default_factory=dict)  # values the engine reported it used
+    gpu_count: int | None = None  # GPUs the plan was made for
+    failure: dict[str, Any] | None = None  # the diagnosis of the failed launch being looked into
+    pending_ask: dict[str, Any] | None = None  # a question to ask once the GPUs are free
+    ending: Ending | None = None
+    verdicts: dict[str, str] = Field(default_factory=dict)  # purpose -> why it was kept or dropped
+    training_pointless: str | None = None  # why training another drafter would not help
 
     @classmethod
     def load(cls, state: ProjectState) -> RunbookProgress:

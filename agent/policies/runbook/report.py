@@ -3,7 +3,7 @@ was dropped), why the kept configuration was kept, what was changed and why, and
 
 from __future__ import annotations
 
-from agent.policies.runbook.choices import measured, speedup
+from agent.policies.runbook.choices import measured
 from agent.policies.runbook.progress import RunbookProgress
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState
@@ -36,27 +36,6 @@ def _engine(state: ProjectState, progress: RunbookProgress) -> str:
     return f"{engine} {version}{distribution} {where}"
 
 
-def _why_baseline(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> str:
-    """Why no drafter was kept: each one's gain and acceptance, or why it was dropped."""
-    reasons = []
-    for purpose in ("offshelf", "trained"):
-        if purpose in progress.rejected:
-            reasons.append(f"the {purpose} drafter changed the greedy output (lossless gate)")
-            continue
-        ratio = speedup(state, progress, purpose)
-        if ratio is None:
-            continue
-        accept = measured(state, progress, purpose)["accept_length"]
-        accepted = (
-            f", acceptance length {accept:.2f} (1.00 means no drafted token is accepted)" if accept is not None else ""
-        )
-        reasons.append(f"the {purpose} drafter reached {ratio:.2f}x the baseline's single-stream throughput{accepted}")
-    tried = "; ".join(reasons) or "no drafter configuration could be measured"
-    return (
-        f"a drafter is kept only with a single-stream gain of at least {settings.speculative_gain_needed:.2f}x: {tried}"
-    )
-
-
 def final_report(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> str:
     chosen = progress.chosen or "baseline"
     lines = [
@@ -67,19 +46,23 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
         f"Baseline: {_figures(state, progress, 'baseline')}.",
     ]
     for purpose, title in (("offshelf", "Off-the-shelf drafter"), ("trained", "Trained drafter")):
+        measured_here = f"{purpose} single" in progress.benchmarks
+        verdict = progress.verdicts.get(purpose)
         if purpose in progress.rejected:
             lines.append(f"{title}: dropped, its output differs from the baseline's ({progress.rejected[purpose]}).")
-        elif f"{purpose} single" in progress.benchmarks:
-            lines.append(f"{title}: {_figures(state, progress, purpose)}.")
+        elif measured_here or verdict:
+            figures = f"{_figures(state, progress, purpose)}; " if measured_here else ""
+            lines.append(f"{title}: {figures}{verdict or 'measured'}.")
     if chosen != "baseline":
-        lines.append(
-            f"Kept: {chosen} drafter (single-stream gain of at least "
-            f"{settings.speculative_gain_needed:.2f}x over the baseline)."
-        )
+        lines.append(f"Kept: the {chosen} drafter ({progress.verdicts.get(chosen, 'it beat the baseline')}).")
     elif progress.speculative_wanted:
-        lines.append(f"Kept: the baseline; {_why_baseline(state, progress, settings)}.")
+        lines.append(f"Kept: the baseline; {_why_baseline(progress)}.")
     if progress.training.notes:
         lines.append(f"Drafter training: {'; '.join(progress.training.notes)}.")
+    if progress.training_pointless:
+        lines.append(f"No drafter was trained: {progress.training_pointless}.")
+    if progress.ending is not None:
+        lines.append(f"The run ended early: {progress.ending.reason}.")
     lines += ["", f"Launch attempts: {len(progress.attempts)}."]
     for attempt in progress.attempts:
         detail = f"{attempt.outcome}" + (f" ({attempt.diagnosis})" if attempt.diagnosis else "")
@@ -103,3 +86,15 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
             f'agent tool stop_engine --args \'{{"name": "{serving}"}}\'',
         ]
     return "\n".join(lines)
+
+
+def _why_baseline(progress: RunbookProgress) -> str:
+    """The true reason no drafter was kept: each drafter's own verdict, or the lossless gate's."""
+    reasons = [
+        f"the {purpose} drafter changed the greedy output (lossless gate)"
+        if purpose in progress.rejected
+        else f"the {purpose} drafter was {progress.verdicts[purpose]}"
+        for purpose in ("offshelf", "trained")
+        if purpose in progress.rejected or purpose in progress.verdicts
+    ]
+    return "; ".join(reasons) or "no drafter was measured"
