@@ -1,13 +1,14 @@
 """The runbook policy: deterministic, offline bring-up of an inference engine.
 
-probe -> plan (on the GPUs, else on the CPU when the engine and memory allow) -> launch -> watch and
-diagnose -> apply the known remedies one change at a time -> correctness probe -> lossless gate (the
-baseline's greedy outputs, which every speculative configuration must reproduce) -> baseline benchmark
-(single-stream and peak) -> when speculation is wanted: try the off-the-shelf drafter, train one if it
-loses, keep the faster configuration -> finish with a report.
-It reacts to diagnoses and measurements only, and asks a human when a diagnosis is unknown, a
-hardware fault or arguments the engine rejects, when remedies run out, or when the goal cannot be met
-on this host.
+probe -> plan (on the GPUs, else on the CPU when the engine and memory allow) -> launch -> watch (progress
+decides how long) and diagnose -> look past the log when it does not explain a failure (fresh probe, kernel
+log) -> climb the remedy ladder one change at a time (revert what did not help) -> correctness probe ->
+lossless gate (the baseline's greedy outputs, which every speculative configuration must reproduce) ->
+baseline benchmark (single-stream and peak) -> when speculation is wanted: try the off-the-shelf drafter,
+train one if it loses (not when the speculative path itself is wrong), keep the faster configuration ->
+finish with a report. It asks a human (with the GPUs freed) when the hardware failed, a diagnosis is
+unknown or rejected arguments and the engine gave no advice, remedies run out, or the goal cannot be met
+here; a stop answer ends the run.
 """
 
 from __future__ import annotations
