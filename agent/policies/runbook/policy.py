@@ -103,7 +103,6 @@ class RunbookPolicy:
             progress.phase = progress.after_stop
         elif observation.tool == "launch_engine":
             launched = LaunchEngineOutput.model_validate(output)
-            progress.attempts[-1].pid = launched.pid
             return on_launch(state, progress, launched.readiness, launched.base_url, launched.log_path, self.settings)
         elif observation.tool == "engine_status" and progress.phase == "await":
             return self._on_awaited(state, progress, EngineStatusOutput.model_validate(output))

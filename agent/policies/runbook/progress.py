@@ -46,7 +46,6 @@ class Attempt(BaseModel):
     key_line: str | None = None
     phase: str | None = None  # how far start-up got (the diagnosis' phase)
     shortfall_gib: float | None = None  # memory the failing allocation lacked ("Tried to allocate ...")
-    pid: int | None = None
 
 
 class Step(BaseModel):
