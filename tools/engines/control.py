@@ -175,6 +175,7 @@ def _wait(record: ProcessRecord, args: EngineStatusArgs, context: ToolContext) -
         hang_after_seconds=context.settings.hang_after_seconds,
         poll_seconds=min(2.0, max(0.05, context.settings.hang_after_seconds / 10)),
         health_every_seconds=min(10.0, max(0.1, context.settings.hang_after_seconds / 5)),
+        started_ago_seconds=max(0.0, _uptime(record) or 0.0),
     )
     context.progress(f"{record.name}: watching the start-up for at least {args.wait_ready_seconds:.0f} s more")
     return wait_for_ready(record, config, context, settings, peers=group_members(context.state, record))

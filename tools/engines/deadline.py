@@ -25,14 +25,13 @@ class LoadDeadline:
         hang_after_seconds: float,
         fixed: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        started_ago: float = 0.0,
     ) -> None:
-        self.base_seconds, self.hang_after_seconds, self.fixed, self.clock = (
-            base_seconds,
-            hang_after_seconds,
-            fixed,
-            clock,
-        )
-        self.started = clock()
+        """``started_ago``: the engine started this long before the watch (watching it again): its rate is
+        measured from its own start, and the base counts from now."""
+        self.base_seconds = base_seconds + started_ago
+        self.hang_after_seconds, self.fixed, self.clock = hang_after_seconds, fixed, clock
+        self.started = clock() - started_ago
         self.fraction = 0.0
         self.fraction_at: float | None = None
         self.weights_done_at: float | None = None

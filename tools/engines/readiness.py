@@ -49,6 +49,7 @@ class WaitSettings(BaseModel):
     poll_seconds: float = Field(2.0, gt=0)
     health_every_seconds: float = Field(10.0, gt=0)
     fixed_deadline: bool = False  # True: wait_timeout_seconds is final, whatever the load's rate
+    started_ago_seconds: float = Field(0.0, ge=0)  # the engine started this long before the wait (a re-watch)
 
 
 class ReadinessReport(BaseModel):
@@ -159,7 +160,12 @@ def wait_for_ready(
         host, record.log_path, config.engine, load_library(), str(record.config.get("engine_version") or "") or None
     )
     monitor = ActivityMonitor(settings.hang_after_seconds)
-    deadline = LoadDeadline(settings.wait_timeout_seconds, settings.hang_after_seconds, settings.fixed_deadline)
+    deadline = LoadDeadline(
+        settings.wait_timeout_seconds,
+        settings.hang_after_seconds,
+        settings.fixed_deadline,
+        started_ago=settings.started_ago_seconds,
+    )
     report = ReadinessReport(outcome="timeout")
     announced = {"limit": settings.wait_timeout_seconds}
     last_health = float("-inf")
