@@ -189,3 +189,13 @@ def test_the_report_gives_the_true_reason_a_drafter_was_dropped() -> None:
     report = final_report(state, progress, RunbookSettings())
     assert "Kept: the baseline; the offshelf drafter was dropped: its output was wrong" in report
     assert "No drafter was trained" in report and "no drafter beat it" not in report
+
+
+def test_the_report_says_where_this_machine_reaches_an_engine_the_host_serves_elsewhere() -> None:
+    state = _state()
+    progress = RunbookProgress(base_url="http://127.0.0.1:30000", reached_at="http://127.0.0.1:41234")
+    progress.attempts.append(Attempt(number=1, purpose="baseline", process="engine-1", change="c", outcome="ready"))
+    report = final_report(state, progress, RunbookSettings())
+    assert "engine-1 keeps serving at http://127.0.0.1:30000 (from this machine: http://127.0.0.1:41234)" in report
+    progress.reached_at = None
+    assert "from this machine" not in final_report(state, progress, RunbookSettings())

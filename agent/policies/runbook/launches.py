@@ -22,15 +22,17 @@ def on_launch(
     base_url: str | None,
     log_path: str | None,
     settings: RunbookSettings,
+    reached_at: str | None = None,
 ) -> Ask | None:
-    """Record the attempt's outcome and choose the next phase. Returns a question when blocked now."""
+    """Record the attempt's outcome and choose the next phase. Returns a question when blocked now.
+    ``reached_at``: where this machine reaches ``base_url`` when the host serves it elsewhere."""
     attempt = progress.attempts[-1]
     attempt.outcome = readiness.outcome
     progress.current = attempt.process
     progress.engine_settings.update(readiness.engine_settings)
     if readiness.outcome == "ready":
         judge_last_step(state, progress, attempt)
-        progress.base_url = base_url
+        progress.base_url, progress.reached_at = base_url, reached_at
         progress.phase, progress.bench_stage = "verify", "single"
         if progress.purpose == "training_target":
             progress.phase = "train"

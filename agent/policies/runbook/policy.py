@@ -103,7 +103,15 @@ class RunbookPolicy:
             progress.phase = progress.after_stop
         elif observation.tool == "launch_engine":
             launched = LaunchEngineOutput.model_validate(output)
-            return on_launch(state, progress, launched.readiness, launched.base_url, launched.log_path, self.settings)
+            return on_launch(
+                state,
+                progress,
+                launched.readiness,
+                launched.base_url,
+                launched.log_path,
+                self.settings,
+                reached_at=launched.reached_at,
+            )
         elif observation.tool == "engine_status" and progress.phase == "await":
             return self._on_awaited(state, progress, EngineStatusOutput.model_validate(output))
         elif observation.tool == "check_correctness":
@@ -193,7 +201,8 @@ class RunbookPolicy:
             outcome = "ready" if output.state == "ready" else "exited" if not output.alive else "timeout"
             readiness = ReadinessReport(outcome=outcome, diagnosis=output.diagnosis, exit_code=output.exit_code)
         base_url = f"http://127.0.0.1:{output.port}" if output.port else progress.base_url
-        return on_launch(state, progress, readiness, base_url, output.log_path, self.settings)
+        reached_at = progress.reached_at if base_url == progress.base_url else None
+        return on_launch(state, progress, readiness, base_url, output.log_path, self.settings, reached_at=reached_at)
 
     def _on_correctness(
         self, state: ProjectState, progress: RunbookProgress, verdict: CorrectnessVerdict

@@ -99,6 +99,7 @@ class RunbookProgress(BaseModel):
     purpose: Purpose = "baseline"
     current: str | None = None  # name of the engine process this phase works with
     base_url: str | None = None  # where that engine serves
+    reached_at: str | None = None  # where this machine reaches it, when the host serves it elsewhere
     bench_stage: Literal["single", "peak"] = "single"
     blocked_on: str | None = None  # the kind of question asked; cleared by the human's answer
     acknowledged: list[str] = Field(default_factory=list)  # question kinds a human said to go past

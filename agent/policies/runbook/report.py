@@ -82,7 +82,7 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
     if serving:
         lines += [
             "",
-            f"{serving} keeps serving at {progress.base_url}; stop it with: "
+            f"{serving} keeps serving at {progress.base_url}{_reached(progress)}; stop it with: "
             f'agent tool stop_engine --args \'{{"name": "{serving}"}}\'',
         ]
     return "\n".join(lines)
@@ -98,3 +98,7 @@ def _why_baseline(progress: RunbookProgress) -> str:
         if purpose in progress.rejected or purpose in progress.verdicts
     ]
     return "; ".join(reasons) or "no drafter was measured"
+
+
+def _reached(progress: RunbookProgress) -> str:
+    return f" (from this machine: {progress.reached_at})" if progress.reached_at else ""
