@@ -12,6 +12,7 @@ from support.sim import free_port, http_get, write_scenario
 from support.tool_context import make_context, wait_for
 
 from tools.catalog import default_registry
+from tools.hosts.sandbox import sandbox_problem
 from tools.hosts.sim.host import SimHost
 from twin.ports import PortMap
 
@@ -98,3 +99,23 @@ def test_loopback_ports_only_are_mapped(tmp_path: Path) -> None:
     address, port = host.endpoint("127.0.0.1", 8000)
     assert address == "127.0.0.1" and port != 8000
     assert host.endpoint("localhost", 8000) == (address, port)
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
+def test_a_sandboxed_command_on_the_simulated_host_reaches_its_engine_not_the_real_service(
+    tmp_path: Path, other_service: int
+) -> None:
+    host = SimHost.from_scenario(str(write_scenario(tmp_path)), tmp_path / "state")
+    context = make_context(tmp_path, host=host)
+    work = tmp_path / "work"
+    work.mkdir()
+    context.settings.allowed_write_roots = [work]
+    result = REGISTRY.execute("launch_engine", _launch_args(host, other_service, "engine-1"), context)
+    try:
+        assert result.ok and result.output is not None, result.error
+        command = f"curl -s -m 10 http://127.0.0.1:{other_service}/v1/models"
+        shell = REGISTRY.execute("shell", {"command": command}, context)
+        assert shell.ok and shell.output is not None, shell.error
+        assert "Test-30B" in shell.output["stdout"] and "someone-else" not in shell.output["stdout"]
+    finally:
+        REGISTRY.execute("stop_engine", {"name": "engine-1"}, context)

@@ -5,8 +5,9 @@ covered (an empty directory over a directory, ``/dev/null`` over a file); ``read
 bound read-only again inside a writable one (the agent's own code, ``.git`` directories);
 ``exposed`` paths are shown again inside a hidden one (read-only, or read-write when
 ``exposed_writable``). ``relay_ports`` are the loopback TCP ports the command may reach (the engines
-the agent started); every other network address is unreachable. The limits bound what the command
-can consume: processes, file size, CPU seconds and open files.
+the agent started); every other network address is unreachable. ``relay_targets`` names, for a relayed
+port, the port of this machine that serves it when the two differ (a simulated host's own ports). The
+limits bound what the command can consume: processes, file size, CPU seconds and open files.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Confinement(BaseModel):
     exposed: list[Path] = Field(default_factory=list)
     exposed_writable: list[Path] = Field(default_factory=list)
     relay_ports: list[int] = Field(default_factory=list)
+    relay_targets: dict[int, int] = Field(default_factory=dict)
     max_processes: int = Field(default=512, ge=8)
     max_file_bytes: int = Field(default=16 * 1024**3, ge=1024)
     max_cpu_seconds: int = Field(default=3600, ge=1)

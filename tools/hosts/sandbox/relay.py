@@ -60,9 +60,11 @@ def _serve(listener: socket.socket, connect: Callable[[], socket.socket]) -> Non
 
 
 class HostRelay:
-    """The agent's side: one Unix socket per port in ``directory``, each leading to ``127.0.0.1:PORT``."""
+    """The agent's side: one Unix socket per port in ``directory``, each leading to ``127.0.0.1:PORT``, or to
+    the port ``targets`` names for it."""
 
-    def __init__(self, directory: Path, ports: list[int]) -> None:
+    def __init__(self, directory: Path, ports: list[int], targets: dict[int, int] | None = None) -> None:
+        targets = targets or {}
         self.directory, self.listeners = directory, []
         for port in ports:
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -70,7 +72,7 @@ class HostRelay:
             listener.listen(64)
             self.listeners.append(listener)
 
-            def connect(port: int = port) -> socket.socket:
+            def connect(port: int = targets.get(port, port)) -> socket.socket:
                 return socket.create_connection(("127.0.0.1", port), timeout=None)
 
             threading.Thread(target=_serve, args=(listener, connect), daemon=True).start()

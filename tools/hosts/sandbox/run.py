@@ -56,7 +56,7 @@ def confined(confinement: Confinement, argv: list[str], cwd: Path | None) -> Ite
         if confinement.relay_ports:
             relay_dir = Path(tempfile.mkdtemp(prefix="opsloop-relay-"))
             cleanup.callback(shutil.rmtree, relay_dir, True)
-            relay = HostRelay(relay_dir, confinement.relay_ports)
+            relay = HostRelay(relay_dir, confinement.relay_ports, confinement.relay_targets)
             cleanup.callback(relay.close)
         command = [*_limits(confinement), *bwrap_argv(confinement, argv, cwd, relay_dir)]
         group = create_pids_group(confinement.max_processes)

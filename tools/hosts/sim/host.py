@@ -97,10 +97,16 @@ class SimHost(LocalHost):
             env=env,
             input_text=input_text,
             output_cap_bytes=output_cap_bytes,
-            # The simulated machine's files live in the state directory, which a sandbox hides.
-            confinement=confinement.with_exposed_writable(self.layout.root) if confinement else None,
+            confinement=self._confined(confinement) if confinement else None,
         )
         return result.model_copy(update={"argv": list(argv)})
+
+    def _confined(self, confinement: Confinement) -> Confinement:
+        """The simulated machine's files live in the state directory, which a sandbox hides: shown again. Its
+        loopback ports are served on other real ports: the relays lead there."""
+        targets = {port: self.endpoint("127.0.0.1", port)[1] for port in confinement.relay_ports}
+        exposed = confinement.with_exposed_writable(self.layout.root)
+        return exposed.model_copy(update={"relay_targets": {**confinement.relay_targets, **targets}})
 
     def spawn(self, argv: list[str], *, env: dict[str, str], log_path: Path, cwd: Path | None = None) -> SpawnedProcess:
         translated = self.translate(argv)
