@@ -85,7 +85,8 @@ def _called(state_dir: Path) -> set[str]:
 def _check_end(state: dict[str, Any], expect: Expectation, state_dir: Path) -> list[str]:
     problems = []
     if state.get("status") != expect.status:
-        problems.append(f"status {state.get('status')!r}, expected {expect.status!r}")
+        asked = [_question_text(question)[:400] for question in _pending(state)]
+        problems.append(f"status {state.get('status')!r}, expected {expect.status!r}; asked: {asked}")
     progress = runbook_progress(state) if state.get("loop", {}).get("policy_state", {}).get("runbook") else {}
     config = progress.get("base_config", {})
     for dotted, value in expect.config.items():
@@ -95,6 +96,8 @@ def _check_end(state: dict[str, Any], expect: Expectation, state_dir: Path) -> l
     if expect.chosen is not None and progress.get("chosen") != expect.chosen:
         problems.append(f"chosen {progress.get('chosen')!r}, expected {expect.chosen!r}")
     launches = len(progress.get("attempts", []))
+    if problems:  # the attempts say how the run got there
+        problems += [f"attempt: {attempt}" for attempt in progress.get("attempts", [])]
     if expect.max_launches is not None and launches > expect.max_launches:
         problems.append(f"{launches} launches, expected at most {expect.max_launches}")
     text = _final_text(state)
