@@ -199,3 +199,10 @@ def test_the_report_says_where_this_machine_reaches_an_engine_the_host_serves_el
     assert "engine-1 keeps serving at http://127.0.0.1:30000 (from this machine: http://127.0.0.1:41234)" in report
     progress.reached_at = None
     assert "from this machine" not in final_report(state, progress, RunbookSettings())
+
+
+def test_the_report_gives_the_reason_the_kept_drafter_won_once() -> None:
+    progress = RunbookProgress(speculative_wanted=True, chosen="trained")
+    progress.verdicts["trained"] = "kept: single-stream 1.20x the baseline (at least the 1.05x needed)"
+    report = final_report(_state(), progress, RunbookSettings())
+    assert "Kept: the trained drafter (single-stream 1.20x the baseline (at least the 1.05x needed))." in report

@@ -54,7 +54,8 @@ def final_report(state: ProjectState, progress: RunbookProgress, settings: Runbo
             figures = f"{_figures(state, progress, purpose)}; " if measured_here else ""
             lines.append(f"{title}: {figures}{verdict or 'measured'}.")
     if chosen != "baseline":
-        lines.append(f"Kept: the {chosen} drafter ({progress.verdicts.get(chosen, 'it beat the baseline')}).")
+        why = progress.verdicts.get(chosen, "it beat the baseline").removeprefix("kept: ")
+        lines.append(f"Kept: the {chosen} drafter ({why}).")
     elif progress.speculative_wanted:
         lines.append(f"Kept: the baseline; {_why_baseline(progress)}.")
     if progress.training.notes:
