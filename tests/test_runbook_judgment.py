@@ -206,3 +206,14 @@ def test_the_report_gives_the_reason_the_kept_drafter_won_once() -> None:
     progress.verdicts["trained"] = "kept: single-stream 1.20x the baseline (at least the 1.05x needed)"
     report = final_report(_state(), progress, RunbookSettings())
     assert "Kept: the trained drafter (single-stream 1.20x the baseline (at least the 1.05x needed))." in report
+
+
+def test_stop_to_the_training_question_ends_the_training_not_the_run() -> None:
+    state = _state()
+    progress = RunbookProgress(phase="train", purpose="training_target", blocked_on="training_setup")
+    apply_answer(state, progress, Question(id="q1", question="SpecForge is broken here", answer="stop here"))
+    assert (progress.purpose, progress.phase, progress.ending) == ("trained", "advance", None)
+    assert progress.training.notes == ["not done: the operator answered 'stop here'"]
+    other = RunbookProgress(phase="launch", blocked_on="exhausted")
+    apply_answer(state, other, Question(id="q2", question="Out of ideas", answer="stop here"))
+    assert other.phase == "end" and other.ending is not None
