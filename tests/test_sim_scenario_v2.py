@@ -68,7 +68,7 @@ def test_outcomes_depend_on_the_attempt_number(tmp_path: Path) -> None:
     _stop(host, first)
     second = _start(host, tmp_path / "second.log", "--port", "30000")
     try:
-        wait_healthy(host.reach("127.0.0.1", 30000)[1], log=tmp_path / "second.log")
+        wait_healthy(host.endpoint("127.0.0.1", 30000)[1], log=tmp_path / "second.log")
     finally:
         _stop(host, second)
 
@@ -156,7 +156,7 @@ def test_a_crash_while_serving_comes_after_the_engine_served(tmp_path: Path) -> 
         time_scale=1000.0,
     )
     identity = _start(host, tmp_path / "engine.log", "--port", "30000")
-    wait_healthy(host.reach("127.0.0.1", 30000)[1], log=tmp_path / "engine.log")
+    wait_healthy(host.endpoint("127.0.0.1", 30000)[1], log=tmp_path / "engine.log")
     _wait_exit(host, identity)
     text = (tmp_path / "engine.log").read_text()
     assert text.index("The server is fired up and ready to roll!") < text.index("Watchdog timeout")

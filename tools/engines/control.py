@@ -9,7 +9,7 @@ from pydantic import Field
 
 from tools.base import Tool, ToolArgs, ToolContext, ToolOutput
 from tools.engines.config import EngineLaunchConfig
-from tools.engines.health import check_health
+from tools.engines.health import agent_url, base_url, check_health
 from tools.engines.readiness import ReadinessReport, WaitSettings, wait_for_ready
 from tools.logs.diagnose import Diagnosis, DiagnosisHints
 from tools.logs.kernel import engine_oom_kills
@@ -81,6 +81,8 @@ class EngineStatusOutput(ToolOutput):
     alive: bool
     exit_code: int | None = None
     port: int | None = None
+    base_url: str | None = Field(None, description="Where the agent reaches the server (benchmarks, checks).")
+    host_base_url: str | None = Field(None, description="The server's URL on its own host.")
     uptime_seconds: float | None = None
     cpu_seconds: float | None = None
     read_bytes: int | None = None
@@ -139,6 +141,8 @@ class EngineStatusTool(Tool[EngineStatusArgs, EngineStatusOutput]):
             output.last_lines = [redact_text(last_frame(line)) for line in lines]
         serving = False
         config = _recorded_config(record)
+        if config is not None:
+            output.base_url, output.host_base_url = agent_url(host, config), base_url(config)
         if status.alive and config is not None:
             health = check_health(host, config)
             output.health = health.describe()

@@ -62,7 +62,7 @@ def bench_arguments(progress: RunbookProgress, settings: RunbookSettings, single
     prompts = settings.single_stream_prompts if single_stream else settings.peak_prompts
     kind = "single-stream" if single_stream else "peak"
     return {
-        "base_url": progress.base_url,
+        "base_url": progress.agent_url,
         "model": progress.served_model,
         "concurrency": [concurrency],
         "num_prompts": prompts,

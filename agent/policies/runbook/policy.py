@@ -107,10 +107,10 @@ class RunbookPolicy:
                 state,
                 progress,
                 launched.readiness,
-                launched.base_url,
+                launched.host_base_url or launched.base_url,
                 launched.log_path,
                 self.settings,
-                reached_at=launched.reached_at,
+                reached_at=_elsewhere(launched.base_url, launched.host_base_url),
             )
         elif observation.tool == "engine_status" and progress.phase == "await":
             return self._on_awaited(state, progress, EngineStatusOutput.model_validate(output))
@@ -155,7 +155,7 @@ class RunbookPolicy:
             return calls.launch(state, progress, settings)
         if phase == "verify":
             return calls.call(
-                state, "check_correctness", {"base_url": progress.base_url, "model": progress.served_model}
+                state, "check_correctness", {"base_url": progress.agent_url, "model": progress.served_model}
             )
         if phase == "lossless":
             return lossless_call(state, progress)
@@ -200,8 +200,12 @@ class RunbookPolicy:
         if readiness is None:
             outcome = "ready" if output.state == "ready" else "exited" if not output.alive else "timeout"
             readiness = ReadinessReport(outcome=outcome, diagnosis=output.diagnosis, exit_code=output.exit_code)
-        base_url = f"http://127.0.0.1:{output.port}" if output.port else progress.base_url
-        reached_at = progress.reached_at if base_url == progress.base_url else None
+        base_url, reached_at = progress.base_url, progress.reached_at  # no recorded configuration: the launch's
+        if output.base_url is not None:
+            base_url, reached_at = (
+                output.host_base_url or output.base_url,
+                _elsewhere(output.base_url, output.host_base_url),
+            )
         return on_launch(state, progress, readiness, base_url, output.log_path, self.settings, reached_at=reached_at)
 
     def _on_correctness(
@@ -289,3 +293,9 @@ def _new_change(progress: RunbookProgress) -> bool:
         return False
     recorded = {attempt.change for attempt in progress.attempts}
     return progress.changes[-1] not in recorded
+
+
+def _elsewhere(agent_url: str, host_url: str | None) -> str | None:
+    """Where the agent reaches the server, when that is not its URL on its own host (a simulated host's own
+    port, a port forwarded to a remote host); None when they are the same."""
+    return agent_url if host_url and agent_url != host_url else None

@@ -131,6 +131,11 @@ class RunbookProgress(BaseModel):
     verdicts: dict[str, str] = Field(default_factory=dict)  # purpose -> why it was kept or dropped
     training_pointless: str | None = None  # why training another drafter would not help
 
+    @property
+    def agent_url(self) -> str | None:
+        """Where the agent reaches the serving engine (checks and benchmarks run from here)."""
+        return self.reached_at or self.base_url
+
     @classmethod
     def load(cls, state: ProjectState) -> RunbookProgress:
         raw = state.loop.policy_state.get("runbook")
