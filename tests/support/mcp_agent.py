@@ -31,7 +31,8 @@ class Bring:
     base: dict[str, Any] = field(default_factory=dict)
     engines: int = 0
     live: str | None = None  # the engine serving now
-    server: str = ""  # its host:port
+    host_url: str = ""  # the last ready engine's URL on its host
+    server: str = ""  # the serving engine's host:port on its host
     single_stream: dict[str, float] = field(default_factory=dict)  # configuration -> single-stream tok/s
     attempts: list[str] = field(default_factory=list)
 
@@ -54,6 +55,7 @@ class Bring:
             self.live, readiness = output["name"], output["readiness"]
             if readiness["outcome"] == "ready":
                 self.attempts.append(f"{output['name']}: ready")
+                self.host_url = str(output["host_base_url"] or output["base_url"])  # as the host itself sees it
                 return str(output["base_url"]), config
             # The verdict's diagnosis saw how the start went (quiet for how long); a fresh read adds the log's end.
             read_again = await self.call("diagnose_log", {"process": output["name"]})
@@ -85,7 +87,7 @@ class Bring:
         await self.call("run_bench", {**common, **LOADED, "label": f"{name} loaded"})
         self.single_stream[name] = single["levels"][0]["output_tok_per_s"]
         await self.note(f"{name}: single-stream {self.single_stream[name]:.1f} tok/s")
-        self.server = base_url.removeprefix("http://")
+        self.server = self.host_url.removeprefix("http://")  # SpecForge runs on the host
         return config
 
     def speculative(self, drafter: str) -> dict[str, Any]:

@@ -45,7 +45,9 @@ class TrainDrafterArgs(ToolArgs):
         "<output_dir>/hidden-states), or existing ones to train on",
     )
     target_server: str | None = Field(
-        default=None, description="host:port of the running target; default: the live engine"
+        default=None,
+        description="host:port of the running target as the training host sees it (launch_engine's "
+        "host_base_url); default: the live engine",
     )
     served_model_name: str | None = Field(default=None, description="Model name the server answers to")
     regenerate_concurrency: int = Field(default=64, ge=1)
