@@ -123,7 +123,11 @@ def test_a_foreign_server_on_the_port_during_a_launch_is_a_finding_never_readine
     server = ForeignServer(port, models("someone-else/Other-7B"))  # takes the port while ours still loads
     try:
         settings = WaitSettings(
-            wait_timeout_seconds=3, hang_after_seconds=600, poll_seconds=0.1, health_every_seconds=0.2
+            wait_timeout_seconds=3,
+            hang_after_seconds=600,
+            poll_seconds=0.1,
+            health_every_seconds=0.2,
+            fixed_deadline=True,  # the stand-in's endless load shows a rate that would move the deadline on
         )
         report = wait_for_ready(record, EngineLaunchConfig.model_validate(given), context, settings)
         assert report.outcome == "timeout" and record.state != "ready"
