@@ -21,7 +21,7 @@ from tools.bench.lossless import LosslessVerdict
 
 def lossless_call(state: ProjectState, progress: RunbookProgress) -> ToolCall:
     """Record the baseline's outputs, or compare a speculative configuration's with them."""
-    arguments: dict[str, object] = {"base_url": progress.base_url, "model": progress.served_model}
+    arguments: dict[str, object] = {"base_url": progress.agent_url, "model": progress.served_model}
     if progress.purpose in calls.SPECULATIVE_PURPOSES and progress.lossless_reference:
         arguments["reference"] = progress.lossless_reference
     return calls.call(state, "check_lossless", arguments)
