@@ -52,6 +52,18 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _interpreter_mounts() -> list[str]:
+    """Read-only binds of the agent's interpreter and the relay's code where the empty ``/tmp`` or ``/run``
+    would hide them (a checkout or virtual environment under ``/tmp``): the relay runs with them inside."""
+    hidden_by_base = (Path("/tmp"), Path("/run"))
+    paths = sorted({_real(Path(sys.prefix)), _real(Path(sys.executable)).parent, _real(Path(__file__)).parent})
+    mounts: list[str] = []
+    for path in paths:
+        if path.exists() and any(path.is_relative_to(root) for root in hidden_by_base):
+            mounts += ["--ro-bind", str(path), str(path)]
+    return mounts
+
+
 def _mounts(confinement: Confinement) -> list[str]:
     entries: list[tuple[Path, list[str]]] = []
     for path in map(_real, confinement.writable):
@@ -75,7 +87,7 @@ def _mounts(confinement: Confinement) -> list[str]:
 def bwrap_argv(confinement: Confinement, argv: list[str], cwd: Path | None, relay_dir: Path | None) -> list[str]:
     """The full command line: bubblewrap, its mounts, and ``argv`` (behind the loopback relay when needed)."""
     executable = shutil.which("bwrap") or "bwrap"
-    command = [executable, *namespace_options(), *_base_mounts(), *_mounts(confinement)]
+    command = [executable, *namespace_options(), *_base_mounts(), *_interpreter_mounts(), *_mounts(confinement)]
     if relay_dir is not None:
         command += ["--ro-bind", str(relay_dir), str(RELAY_INSIDE)]
         relay_script = str(Path(__file__).with_name("relay.py").resolve())
