@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -196,24 +197,7 @@ class LocalHost(LocalFiles, Host):
         return True
 
     def group_members(self, pgid: int, variable: str) -> list[MarkedProcess]:
-        found = []
-        for process in psutil.process_iter(["pid", "create_time", "cmdline"]):
-            try:
-                if os.getpgid(process.pid) != pgid or _is_zombie(process):
-                    continue
-                value = process.environ().get(variable)
-            except (psutil.Error, OSError):
-                continue
-            if value is not None:
-                found.append(
-                    MarkedProcess(
-                        pid=process.pid,
-                        create_time=process.info["create_time"],
-                        value=value,
-                        argv=process.info["cmdline"] or [],
-                    )
-                )
-        return found
+        return _marked_processes(variable, lambda pid: os.getpgid(pid) == pgid)
 
     def signal_process(self, pid: int, create_time: float, signum: int) -> bool:
         process = self._identify(pid, create_time)
@@ -226,24 +210,8 @@ class LocalHost(LocalFiles, Host):
         return True
 
     def find_marked(self, variable: str) -> list[MarkedProcess]:
-        found = []
-        for process in psutil.process_iter(["pid", "create_time", "cmdline"]):
-            try:
-                if os.getsid(process.pid) != process.pid or _is_zombie(process):
-                    continue  # spawned processes lead their own session; their children inherit the marker
-                value = process.environ().get(variable)
-            except (psutil.Error, OSError):
-                continue
-            if value is not None:
-                found.append(
-                    MarkedProcess(
-                        pid=process.pid,
-                        create_time=process.info["create_time"],
-                        value=value,
-                        argv=process.info["cmdline"] or [],
-                    )
-                )
-        return found
+        # spawned processes lead their own session; their children inherit the marker
+        return _marked_processes(variable, lambda pid: os.getsid(pid) == pid)
 
     # -- GPUs ----------------------------------------------------------------------------------------
 
@@ -296,3 +264,20 @@ def _tree_counters(leader: psutil.Process) -> ProcessStatus:
         read_bytes=read_bytes if io_seen else None,
         write_bytes=write_bytes if io_seen else None,
     )
+
+
+def _marked_processes(variable: str, belongs: Callable[[int], bool]) -> list[MarkedProcess]:
+    """Live processes for which ``belongs(pid)`` holds and whose environment sets ``variable``."""
+    found = []
+    for process in psutil.process_iter(["pid", "create_time", "cmdline"]):
+        try:
+            if not belongs(process.pid) or _is_zombie(process):
+                continue
+            value = process.environ().get(variable)
+        except (psutil.Error, OSError):
+            continue
+        if value is not None:
+            argv = process.info["cmdline"] or []
+            created = process.info["create_time"]
+            found.append(MarkedProcess(pid=process.pid, create_time=created, value=value, argv=argv))
+    return found
