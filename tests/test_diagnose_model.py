@@ -29,7 +29,7 @@ UNEXPLAINED = (
     "INFO 01-01 00:00:00 [gpu_model_runner.py:1] Starting to load model /models/x...\n"
     "Traceback (most recent call last):\n"
     '  File "/opt/vllm/vllm/platforms/cuda.py", line 500, in check_things\n'
-    "ValueError: Total number of widgets (52) must be divisible by the frobnication size (8).\n"
+    "ValueError: Total number of widgets (52) needs to be divisible by the frobnication size (8).\n"
 )
 
 
@@ -126,8 +126,8 @@ def test_an_exit_without_error_text_is_left_to_the_rules() -> None:
 
 def test_the_committed_model_names_causes_in_wording_no_rule_knows() -> None:
     capture = UNEXPLAINED.replace(
-        "ValueError: Total number of widgets (52) must be divisible by the frobnication size (8).",
-        "RuntimeError: Cannot call FooBarImpl::baz during CUDA graph capture",
+        "ValueError: Total number of widgets (52) needs to be divisible by the frobnication size (8).",
+        "RuntimeError: Cannot call FooBarImpl::baz in CUDA graph capture mode",
     )
     for text, expected in ((UNEXPLAINED, "config_error"), (capture, "cuda_graph_capture_failure")):
         assert diagnose_text(text, model=LearnedModel()).diagnosis_class == "unknown"  # no rule knows it

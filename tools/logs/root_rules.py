@@ -85,6 +85,10 @@ _SIGNAL_DEATH = re.compile(
 # A crash in native code is explained by the component only where that component runs native code
 # that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
 _CRASH_COMPONENTS = ("cuda_graph", "distributed")
+# NCCL's own symbols in a native crash report (the program counter's function, the library): a crash inside
+# NCCL is nccl_error even when no Python frame names the distributed code.
+_NCCL_SYMBOL = re.compile(r"nccl|Proxy(?:Op|Service|Progress|Connect|State)\w*\(", re.IGNORECASE)
+_CRASH_REPORT_LINES = 12
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "cuda_graph": ("cuda_graph_capture_failure", 0.75),
     "speculative": ("spec_decode_problem", 0.75),
@@ -122,6 +126,14 @@ def _mismatch(root: ErrorEvent) -> bool:
     if root.type is not None and root.type.endswith("KeyError"):
         return bool(_WEIGHT_NAME.match(root.message.strip()))
     return bool(_MISMATCH.search(root.message))
+
+
+def _crashed_in_nccl(root: ErrorEvent, window: LogWindow) -> bool:
+    """The crash report (its stack and the lines right after its banner) names NCCL's code."""
+    if any(_NCCL_SYMBOL.search(f"{frame.path} {frame.function}") for frame in root.frames):
+        return True
+    report = window.lines[root.index : root.index + _CRASH_REPORT_LINES]
+    return any(_NCCL_SYMBOL.search(line) for line in report)
 
 
 def speculative_in_use(window: LogWindow) -> bool:
@@ -173,7 +185,9 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
     mapped = _component_class(root, component)
     if mapped is not None:
         add(mapped[0], COMPONENT_PRIORITY, mapped[1], f"the root cause's innermost frames are in {component}")
-    if root.kind == "crash" and mapped is None and _SIGNAL_DEATH.search(f"{root.type} {root.message}"):
+    if root.kind == "crash" and mapped is None and _crashed_in_nccl(root, window):
+        add("nccl_error", CRASH_PRIORITY + 1, 0.7, "the process crashed in native code inside NCCL")
+    elif root.kind == "crash" and mapped is None and _SIGNAL_DEATH.search(f"{root.type} {root.message}"):
         where = f" in {component} code" if component else ""
         add("process_killed", CRASH_PRIORITY, 0.7, f"the process crashed in native code{where} ({root.message})")
     elif root.kind == "crash" and mapped is None and root.type == "Fatal Python error":
