@@ -8,7 +8,9 @@
 - an error-level line after the last start-up milestone outranks the milestones: ``unknown``, never
   ``loading`` (a failure printed without a traceback, e.g. a worker's one-line error);
 - silent for ``stale_after_seconds`` with distributed (NCCL) initialisation as the last milestone:
-  ``nccl_hang``; with CUDA graph capture as the last milestone: ``cuda_graph_capture_failure``;
+  ``nccl_hang``; with several ranks and the weights loaded or memory being profiled (steps whose ranks
+  synchronise through collectives) also ``nccl_hang``; with CUDA graph capture as the last milestone:
+  ``cuda_graph_capture_failure``;
 - otherwise ``loading`` (the last milestone says how far it got).
 """
 
@@ -30,6 +32,13 @@ from tools.logs.window import LogWindow
 _SUPERVISOR_EXIT = re.compile(
     re.escape(LOG_PREFIX) + r" process \d+ (?:exited with code (?P<code>-?\d+)|killed by \w+ \((?P<signal>\d+)\))"
 )
+# Several ranks take part: a parallel size above 1 in the configuration dump, or a rank above 0 speaking.
+_SEVERAL_RANKS = re.compile(
+    r"(?:tensor_parallel_size|tp_size|pipeline_parallel_size|pp_size|world_size)['\"]?[=:] ?(?:[2-9]|[1-9]\d)"
+    r"|nranks (?:[2-9]|[1-9]\d)|world size (?:[2-9]|[1-9]\d)"
+    r"|\bTP[1-9]\d*\b|\brank[= ][1-9]\d*\b|\bRANK [1-9]|\bDP[1-9]\d* TP\d"
+)
+_COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 _ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
 
 
@@ -139,6 +148,17 @@ def no_failure_decision(
             ["nccl_p2p_disable", "nccl_debug_info", "enable_p2p_check"],
             library,
         )
+    if stale and phase.phase in _COLLECTIVE_PHASES and phase.index is not None and _several_ranks(window):
+        return _decision(
+            calibration,
+            "nccl_hang",
+            0.55,
+            phase.index,
+            f"No output for {age:.0f} s with several ranks after the weights loaded ({phase.phase.replace('_', ' ')}): "
+            "the ranks probably wait in a collective (NCCL) that does not complete.",
+            ["nccl_p2p_disable", "disable_custom_all_reduce", "nccl_debug_info"],
+            library,
+        )
     if stale and phase.phase == "cuda_graph" and phase.index is not None and phase.index >= milestone:
         return _decision(
             calibration,
@@ -202,6 +222,10 @@ def supervisor_exit(window: LogWindow) -> int | None:
         if match is not None:
             return int(match.group("code")) if match.group("code") else -int(match.group("signal"))
     return None
+
+
+def _several_ranks(window: LogWindow) -> bool:
+    return any(_SEVERAL_RANKS.search(line) for line in window.lines)
 
 
 def _error_lines(window: LogWindow, library: SignatureLibrary, start: int) -> list[int]:
