@@ -42,7 +42,7 @@ CASES = [
     ("sglang-rejected-flag.log", "config_error", "error: unrecognized arguments: --reasoning_parser", "unknown"),
     ("vllm-attention-backend.log", "attention_backend_error", "is not valid for this configuration", "vllm"),
     # A real vLLM (CPU build) stopped with SIGTERM after it was ready (tests/data/real_vllm).
-    ("../real_vllm/graceful-stop-sigterm.log", "stopped", "Shutting down", "vllm"),
+    ("../real_vllm/graceful-stop-sigterm.log", "stopped", "shutdown", "vllm"),
 ]
 
 

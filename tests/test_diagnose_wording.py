@@ -76,3 +76,92 @@ def test_a_silent_start_up_of_several_ranks_after_the_weights_is_a_collective_ha
     assert rules_alone(several, DiagnosisHints(seconds_since_output=5.0)).diagnosis_class == "loading"
     single = several.replace("tensor_parallel_size=4", "tensor_parallel_size=1")
     assert rules_alone(single, stalled).diagnosis_class == "loading"
+
+
+def test_the_engines_normal_retraction_is_no_failure_but_its_batch_failure_is() -> None:
+    serving = (
+        "[2025-01-01 10:00:00 TP0] Decode batch. #running-req: 2, #token: 9000, token usage: 1.00, #queue-req: 0\n"
+        "[2025-01-01 10:00:05 TP0] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_tokens_gained: 9\n"
+        "[2025-01-01 10:00:09 TP0] Decode batch. #running-req: 1, #token: 8000, token usage: 0.90, #queue-req: 1\n"
+    )
+    assert rules_alone(serving).diagnosis_class == "healthy"
+    failed = serving + "RuntimeError: Decode out of memory. Try to lower your batch size.\n"
+    assert rules_alone(failed).diagnosis_class == "cuda_oom"
+
+
+def test_nccl_reporting_a_failure_in_its_own_log_is_an_nccl_error() -> None:
+    text = (
+        "node1:100:200 [0] NCCL INFO Channel 00/02 : 0 1\n"
+        "node1:100:300 [0] transport/net_ib.cc:1500 NCCL WARN NET/IB : Got completion from peer with error 5\n"
+        "node1:100:200 [0] NCCL INFO transport/net.cc:900 -> 6\n"
+    )
+    assert rules_alone(text).diagnosis_class == "nccl_error"
+    benign = (
+        "node1:100:200 [0] NCCL WARN Failed to open libibverbs.so[.1]\n"
+        "node1:100:200 [0] NCCL INFO Using network Socket\n"
+    )
+    assert rules_alone(benign).diagnosis_class == "loading"
+
+
+def test_an_interrupt_the_engine_reports_before_it_was_ready_ends_in_stopped() -> None:
+    text = (
+        STARTED + "INFO 05-01 10:00:05 [default_loader.py:1] Loading weights took 5.0 seconds\n"
+        "(EngineCore pid=7) INFO 05-01 10:00:09 [core.py:1] [shutdown] EngineCore: received signal=SIGTERM\n"
+        "(APIServer pid=6) INFO 05-01 10:00:09 [launcher.py:1] [shutdown] API server: shutdown triggered\n"
+    )
+    assert rules_alone(text).diagnosis_class == "stopped"
+
+
+def test_a_silent_capture_while_kernels_are_built_just_in_time_is_still_loading() -> None:
+    text = (
+        "[2025-01-01 10:00:00 TP0] Load weight end. type=LlamaForCausalLM, avail mem=20.00 GB\n"
+        "2025-01-01 10:00:01,000 - INFO - flashinfer.jit: Prebuilt kernels not found, using JIT backend\n"
+        "[2025-01-01 10:00:02 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+    )
+    stalled = DiagnosisHints(seconds_since_output=900.0)
+    assert rules_alone(text, stalled).diagnosis_class == "loading"
+    prebuilt = text.replace("Prebuilt kernels not found, using JIT backend", "Prebuilt kernels found")
+    assert rules_alone(prebuilt, stalled).diagnosis_class == "cuda_graph_capture_failure"
+
+
+def test_a_failure_inside_the_engines_warm_up_is_warmup_failed() -> None:
+    text = (
+        STARTED + "Traceback (most recent call last):\n"
+        '  File "/opt/vllm/vllm/v1/worker/gpu_worker.py", line 5, in compile_or_warm_up_model\n'
+        "    kernel_warmup(self)\n"
+        '  File "/opt/vllm/vllm/model_executor/warmup/kernel_warmup.py", line 9, in kernel_warmup\n'
+        "    prepare(model)\n"
+        '  File "/opt/vllm/vllm/utils/helpers.py", line 3, in prepare\n'
+        "RuntimeError: the optional kernel package is missing\n"
+    )
+    assert rules_alone(text).diagnosis_class == "warmup_failed"
+
+
+def test_an_sglang_log_is_not_ready_at_uvicorns_startup_line() -> None:
+    text = (
+        "[2025-01-01 10:00:00 TP0] Load weight end. type=Qwen2ForCausalLM, avail mem=15.00 GB\n"
+        "[2025-01-01 10:00:01 TP0] Memory pool end. avail mem=6.00 GB\n"
+        "INFO:     Application startup complete.\n"
+    )
+    assert rules_alone(text).diagnosis_class == "loading"
+    ready = text + "[2025-01-01 10:00:09] The server is fired up and ready to roll!\n"
+    assert rules_alone(ready).diagnosis_class == "healthy"
+
+
+def test_a_log_ending_in_the_argument_usage_text_is_a_rejected_command_line() -> None:
+    text = (
+        "usage: launch_server.py [-h] --model-path MODEL_PATH [--tokenizer-path TOKENIZER_PATH]\n"
+        "                        [--load-format {auto,pt,safetensors}] [--dtype {auto,half,bfloat16}]\n"
+        "                        [--context-length CONTEXT_LENGTH]\n"
+    )
+    assert rules_alone(text).diagnosis_class == "config_error"
+
+
+def test_an_illegal_memory_access_while_serving_is_never_healthy() -> None:
+    text = (
+        STARTED + "INFO 05-01 10:00:09 [api_server.py:1] Application startup complete.\n"
+        'INFO:     ::1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        "WARNING 05-01 10:01:00 [model_runner_base.py:1] Failed to pickle inputs of failed execution: CUDA error: "
+        "an illegal memory access was encountered\n"
+    )
+    assert rules_alone(text).diagnosis_class == "unknown"

@@ -25,6 +25,7 @@ Component = Literal[
     "model_config",
     "tokenizer",
     "engine_args",
+    "warmup",
     "http_server",
     "scheduler",
     "compile",
@@ -85,6 +86,12 @@ _TABLE: list[tuple[Component, str, str]] = [
     # The engine's own checks of its arguments and of their combination (vLLM's EngineArgs and config
     # classes, SGLang's ServerArgs).
     ("engine_args", r"arg_utils|server_args|vllm/config(?:\.py|/)|/argparse\.py", r"^$"),
+    # The engine's own warm-up once the model is loaded (vLLM's kernel warm-up, SGLang's warm-up request).
+    (
+        "warmup",
+        r"/warmup/|kernel_warmup",
+        r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup|warmup_model|_wait_and_warmup|_execute_server_warmup)$",
+    ),
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
     ("compile", r"torch/_dynamo|torch/_inductor|/compilation/", r"^$"),
     ("sampling", r"sampl|penaltylib|logits_processor", r"^$"),
@@ -104,6 +111,7 @@ _LEAVES: tuple[Component, ...] = (
     "model_config",
     "tokenizer",
     "engine_args",
+    "warmup",
 )
 INNERMOST_FRAMES = 8
 

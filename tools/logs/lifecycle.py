@@ -1,7 +1,8 @@
 """The class of a log without failure evidence, from how far the engine got and how the process ended.
 
 - an orderly shutdown of the HTTP server after the ready line (the library's shutdown lines) with no failure
-  before it is ``stopped``, whether or not the caller knows the process ended;
+  before it is ``stopped``, whether or not the caller knows the process ended; so is a shutdown that follows
+  the engine's report of an interrupt or termination signal (Ctrl+C, SIGTERM) before it was ready;
 - an exited process is never ``healthy`` (nor ``loading``): ``unknown`` with the finding
   ``died_after_ready`` or ``exited_during_start_up`` (a SIGKILL exit is decided as evidence earlier);
 - a ready line, or batches and answered requests, make it ``healthy``;
@@ -10,7 +11,8 @@
 - silent for ``stale_after_seconds`` with distributed (NCCL) initialisation as the last milestone:
   ``nccl_hang``; with several ranks and the weights loaded or memory being profiled (steps whose ranks
   synchronise through collectives) also ``nccl_hang``; with CUDA graph capture as the last milestone:
-  ``cuda_graph_capture_failure``;
+  ``cuda_graph_capture_failure``, unless kernels are being built just in time for it (the first capture
+  then takes many minutes): ``loading``;
 - otherwise ``loading`` (the last milestone says how far it got).
 """
 
@@ -36,8 +38,13 @@ _SUPERVISOR_EXIT = re.compile(
 _SEVERAL_RANKS = re.compile(
     r"(?:tensor_parallel_size|tp_size|pipeline_parallel_size|pp_size|world_size)['\"]?[=:] ?(?:[2-9]|[1-9]\d)"
     r"|nranks (?:[2-9]|[1-9]\d)|world size (?:[2-9]|[1-9]\d)"
+    r"|\(RayWorkerWrapper pid=|\(VllmWorkerProcess pid=|Worker_TP[1-9]"
     r"|\bTP[1-9]\d*\b|\brank[= ][1-9]\d*\b|\bRANK [1-9]|\bDP[1-9]\d* TP\d"
 )
+# The engine saying it received an operator's interrupt or termination signal.
+_OPERATOR_SIGNAL = re.compile(r"received signal=?\s*SIG(?:INT|TERM)|[Rr]eceived SIG(?:INT|TERM)|\^C|KeyboardInterrupt")
+# Kernels built just in time (FlashInfer without prebuilt kernels, a torch extension, ninja).
+_JIT_BUILD = re.compile(r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?)|Compiling kernels?|ninja -v")
 _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 _ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
 
@@ -159,6 +166,17 @@ def no_failure_decision(
             ["nccl_p2p_disable", "disable_custom_all_reduce", "nccl_debug_info"],
             library,
         )
+    if stale and phase.phase == "cuda_graph" and any(_JIT_BUILD.search(line) for line in window.lines):
+        return _decision(
+            calibration,
+            "loading",
+            0.5,
+            phase.index,
+            f"No output for {age:.0f} s while CUDA graphs are captured, with kernels built just in time: the "
+            "first capture compiles them and can take many minutes; check that a compiler is using the CPU.",
+            ["keep_waiting"],
+            library,
+        )
     if stale and phase.phase == "cuda_graph" and phase.index is not None and phase.index >= milestone:
         return _decision(
             calibration,
@@ -205,9 +223,13 @@ def no_failure_decision(
 
 
 def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
-    """Index of the first shutdown line after the ready line, or None (never ready, or no shutdown)."""
+    """Index of the first shutdown line after the ready line, or after an operator's signal the engine reported
+    before it was ready; None when there is no such shutdown."""
     if ready is None:
-        return None
+        signalled = next((index for index, line in enumerate(window.lines) if _OPERATOR_SIGNAL.search(line)), None)
+        if signalled is None:
+            return None
+        ready = signalled - 1
     for index in range(ready + 1, len(window.lines)):
         if any(line.regex.search(window.lines[index]) for line in library.shutdown):
             return index

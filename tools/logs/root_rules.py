@@ -98,6 +98,7 @@ _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "engine_args": ("config_error", 0.7),
     "kv_cache": ("cuda_oom", 0.65),
     "distributed": ("nccl_error", 0.65),
+    "warmup": ("warmup_failed", 0.65),
 }
 
 

@@ -13,8 +13,16 @@ EngineGuess = Literal["sglang", "vllm", "unknown"]
 LOW_ACCEPT_LENGTH = 1.3
 SAMPLE_CHARS = 64 * 1024  # engine detection looks at this much of the head and of the tail
 ACCEPT_SCAN_CHARS = 256 * 1024  # acceptance is judged on the most recent decode lines
-_SGLANG_MARKS = re.compile(r"sglang|\[TP\d+\]|server_args=ServerArgs|fired up and ready to roll")
-_VLLM_MARKS = re.compile(r"vllm|vLLM|\(APIServer pid=|EngineCore|VllmWorker|\[core\.py:\d+\]")
+# The engines' own wording: SGLang's start-up milestones and rank prefixes, vLLM's process prefixes and its
+# log format ("INFO 11-01 23:16:33 file.py:56]").
+_SGLANG_MARKS = re.compile(
+    r"sglang|\bTP\d+\]|server_args=ServerArgs|fired up and ready to roll|Load weight (?:begin|end)\."
+    r"|Memory pool end\.|Capture cuda graph (?:begin|end)\.|max_total_num_tokens=|\[gpu_id=\d+\]"
+)
+_VLLM_MARKS = re.compile(
+    r"vllm|vLLM|\(APIServer pid=|EngineCore|VllmWorker|\[core\.py:\d+\]"
+    r"|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d \[?[\w.]+\.py:\d+\]"
+)
 _ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)")
 
 
