@@ -165,3 +165,35 @@ def test_an_illegal_memory_access_while_serving_is_never_healthy() -> None:
         "an illegal memory access was encountered\n"
     )
     assert rules_alone(text).diagnosis_class == "unknown"
+
+
+def test_silence_after_collective_communication_is_a_collective_hang() -> None:
+    script = (
+        "before 1 - {'backend': 'nccl', 'init_method': 'env://', 'rank': 1, 'world_size': 2}\n"
+        "host:10:10 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via P2P/IPC\n"
+        "host:10:10 [1] NCCL INFO Connected all rings\n"
+    )
+    assert rules_alone(script, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class == "nccl_hang"
+    assert rules_alone(script, DiagnosisHints(seconds_since_output=5.0)).diagnosis_class == "loading"
+    # NCCL's informational lines are not failures, whatever words they quote.
+    quoted = script + "host:10:10 [1] NCCL INFO dlvsym failed on ibv_x - libmlx5.so.1: undefined symbol: ibv_x\n"
+    assert rules_alone(quoted, DiagnosisHints(seconds_since_output=5.0)).diagnosis_class == "loading"
+
+
+def test_a_capture_silent_on_several_nodes_is_a_collective_hang() -> None:
+    text = (
+        "[2025-01-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=16, nnodes=2, node_rank=0)\n"
+        "[2025-01-01 10:01:00 TP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=20.00 GB\n"
+        "[2025-01-01 10:01:02 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+    )
+    assert rules_alone(text, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class == "nccl_hang"
+
+
+def test_vllms_own_iteration_timeout_is_a_hang() -> None:
+    text = (
+        STARTED + "INFO 05-01 10:00:09 [api_server.py:1] Application startup complete.\n"
+        "INFO 05-01 10:00:20 async_llm_engine.py:209] Added request abc.\n"
+        "ERROR 05-01 10:01:20 async_llm_engine.py:837] Engine iteration timed out. This should never happen!\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "nccl_hang" and "failed_after_ready" in diagnosis.findings

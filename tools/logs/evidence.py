@@ -21,6 +21,7 @@ from tools.logs.window import LogWindow
 
 LAST_LINES = 30
 _INFO_LEVELS = ("INFO", "DEBUG", "WARNING", "WARN")
+_NCCL_INFO = " NCCL INFO "  # NCCL's own informational lines ("host:pid:tid [0] NCCL INFO ...")
 # Priorities of structural evidence, between the specific signatures (77..100) and the generic ones (5..30).
 STACK_HANG_PRIORITY = {"speculative": 71, "distributed": 64}
 PHASE_PRIORITY = {"drafter": 40, "cuda_graph": 38}
@@ -62,7 +63,7 @@ def _first_match(
     while (match := regex.search(window.text, position)) is not None:
         index = window.line_index_at(match.start())
         line = window.lines[index]
-        informational = not_on_info_lines and split_line(line).level in _INFO_LEVELS
+        informational = not_on_info_lines and (split_line(line).level in _INFO_LEVELS or _NCCL_INFO in line)
         if index not in skip and not informational and not library.is_benign(line):
             return index
         position = window.text_start_of(index + 1)

@@ -12,7 +12,11 @@
   ``nccl_hang``; with several ranks and the weights loaded or memory being profiled (steps whose ranks
   synchronise through collectives) also ``nccl_hang``; with CUDA graph capture as the last milestone:
   ``cuda_graph_capture_failure``, unless kernels are being built just in time for it (the first capture
-  then takes many minutes): ``loading``;
+  then takes many minutes): ``loading``, or several nodes take part (the capture waits on collectives
+  between nodes): ``nccl_hang``;
+- silent for ``stale_after_seconds`` when the last thing the log shows is collective communication (NCCL's
+  own lines, a process group being set up, a collective called) after the engine's last milestone:
+  ``nccl_hang``;
 - otherwise ``loading`` (the last milestone says how far it got).
 """
 
@@ -45,6 +49,14 @@ _SEVERAL_RANKS = re.compile(
 _OPERATOR_SIGNAL = re.compile(r"received signal=?\s*SIG(?:INT|TERM)|[Rr]eceived SIG(?:INT|TERM)|\^C|KeyboardInterrupt")
 # Kernels built just in time (FlashInfer without prebuilt kernels, a torch extension, ninja).
 _JIT_BUILD = re.compile(r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?)|Compiling kernels?|ninja -v")
+_SEVERAL_NODES = re.compile(
+    r"nnodes['\"]?[=:] ?(?:[2-9]|[1-9]\d)|--nnodes[= ](?:[2-9]|[1-9]\d)|node_rank['\"]?[=:] ?[1-9]|NNODES=[2-9]"
+)
+# Collective communication in progress: NCCL's own lines, a process group being set up, a collective called.
+_COLLECTIVE_TALK = re.compile(
+    r"NCCL INFO|'backend': 'nccl'|backend=nccl|init_process_group|all_to_all|all_reduce|allreduce|all_gather"
+    r"|reduce_scatter|barrier\("
+)
 _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 _ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
 
@@ -166,6 +178,17 @@ def no_failure_decision(
             ["nccl_p2p_disable", "disable_custom_all_reduce", "nccl_debug_info"],
             library,
         )
+    if stale and phase.phase == "cuda_graph" and any(_SEVERAL_NODES.search(line) for line in window.lines):
+        return _decision(
+            calibration,
+            "nccl_hang",
+            0.55,
+            phase.index,
+            f"No output for {age:.0f} s while CUDA graphs are captured on several nodes: the capture's "
+            "collectives between the nodes probably do not complete.",
+            ["nccl_debug_info", "nccl_ib_disable", "disable_cuda_graph"],
+            library,
+        )
     if stale and phase.phase == "cuda_graph" and any(_JIT_BUILD.search(line) for line in window.lines):
         return _decision(
             calibration,
@@ -186,6 +209,18 @@ def no_failure_decision(
             f"No output for {age:.0f} s while CUDA graphs were being captured: the capture is probably stuck "
             "(an error inside a capture, e.g. in a custom all-reduce, can show only as a hang).",
             ["disable_cuda_graph", "disable_custom_all_reduce", "lower_cuda_graph_bs"],
+            library,
+        )
+    talk = _last_collective_talk(window)
+    if stale and talk is not None and talk > milestone:
+        return _decision(
+            calibration,
+            "nccl_hang",
+            0.55,
+            talk,
+            f"No output for {age:.0f} s after collective communication was the last thing logged: the ranks "
+            "probably wait in a collective (NCCL) that does not complete.",
+            ["nccl_debug_info", "nccl_p2p_disable", "enable_p2p_check"],
             library,
         )
     if milestone >= 0:
@@ -243,6 +278,14 @@ def supervisor_exit(window: LogWindow) -> int | None:
         match = _SUPERVISOR_EXIT.search(line)
         if match is not None:
             return int(match.group("code")) if match.group("code") else -int(match.group("signal"))
+    return None
+
+
+def _last_collective_talk(window: LogWindow) -> int | None:
+    """Index of the last line showing collective communication, or None."""
+    for index in range(len(window.lines) - 1, -1, -1):
+        if _COLLECTIVE_TALK.search(window.lines[index]):
+            return index
     return None
 
 
