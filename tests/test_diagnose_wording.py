@@ -197,3 +197,32 @@ def test_vllms_own_iteration_timeout_is_a_hang() -> None:
     )
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "nccl_hang" and "failed_after_ready" in diagnosis.findings
+
+
+def test_a_rendezvous_without_its_launchers_environment_is_a_command_problem() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/rendezvous.py", line 250, in _get_env\n'
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
+        "WORLD_SIZE expected, but not set\n"
+    )
+    assert rules_alone(text).diagnosis_class == "config_error"
+
+
+def test_no_attention_backend_for_the_gpu_generation_is_unsupported_arch_and_for_the_shape_is_not() -> None:
+    line = (
+        "ERROR 05-01 10:00:01 [core.py:1] ValueError: No valid attention backend found for cuda with "
+        "AttentionSelectorConfig(head_size=576). Reasons: {FLASHMLA: [compute capability not supported], "
+        "TRITON_MLA: [compute capability not supported]}\n"
+    )
+    assert rules_alone(STARTED + line).diagnosis_class == "unsupported_arch"
+    shape = line.replace("TRITON_MLA: [compute capability not supported]", "TRITON_MLA: [head_size not supported]")
+    assert rules_alone(STARTED + shape).diagnosis_class == "attention_backend_error"
+
+
+def test_ascends_collective_library_failing_is_a_collective_error() -> None:
+    text = (
+        STARTED + "[rank1]: EI0009: 2025-09-24 Transport init error. Reason: [Create][DestLink] failed to link rank 0\n"
+        "ERROR 05-01 10:00:02 [core.py:1] Invocation of collective_rpc method failed\n"
+    )
+    assert rules_alone(text).diagnosis_class == "nccl_error"

@@ -60,7 +60,7 @@ _TABLE: list[tuple[Component, str, str]] = [
     ),
     (
         "distributed",
-        r"/distributed/|pynccl|parallel_state|device_communicators|custom_all_reduce"
+        r"/distributed/|pynccl|pyhccl|parallel_state|device_communicators|custom_all_reduce"
         r"|libnccl|ProcessGroupNCCL|c10d",
         r"nccl|all_reduce|allreduce|all_gather|broadcast|recv_object|send_object|init_process_group"
         r"|ProcessGroupNCCL|Watchdog",

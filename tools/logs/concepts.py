@@ -26,7 +26,7 @@ _FAMILIES: dict[str, str] = {
     "huggingface hub download gguf vocab revision trust_remote_code folder architectures",
     "cuda_graph": "graph graphs capture capturing cudagraph replay",
     "speculative": "draft drafter eagle eagle3 speculative spec mtp medusa proposer acceptance verify",
-    "collective": "nccl rank ranks collective allreduce all_reduce allgather all_gather broadcast watchdog socket "
+    "collective": "nccl hccl rank ranks collective allreduce all_reduce allgather all_gather broadcast watchdog socket "
     "bootstrap p2p rendezvous tcpstore barrier gloo c10d ProcessGroupNCCL",
     "signal": "killed kill sigkill signal segfault segmentation fault dumped abort aborted died terminated sigsegv "
     "sigabrt sigbus",

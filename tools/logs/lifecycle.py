@@ -55,7 +55,7 @@ _SEVERAL_NODES = re.compile(
 # Collective communication in progress: NCCL's own lines, a process group being set up, a collective called.
 _COLLECTIVE_TALK = re.compile(
     r"NCCL INFO|'backend': 'nccl'|backend=nccl|init_process_group|all_to_all|all_reduce|allreduce|all_gather"
-    r"|reduce_scatter|barrier\("
+    r"|reduce_scatter|barrier\(|[Ii]nitiali[sz]\w* (?:the )?process group|distributed/launch|torchrun|MASTER_ADDR"
 )
 _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 _ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
