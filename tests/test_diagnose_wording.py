@@ -226,3 +226,26 @@ def test_ascends_collective_library_failing_is_a_collective_error() -> None:
         "ERROR 05-01 10:00:02 [core.py:1] Invocation of collective_rpc method failed\n"
     )
     assert rules_alone(text).diagnosis_class == "nccl_error"
+
+
+def test_pytorchs_own_warning_lines_are_informational_and_an_npu_shortfall_is_memory() -> None:
+    text = (
+        STARTED + "[rank7]:[W609 06:57:47.819535026 compiler_depend.ts:877] Warning: The HCCL execution timeout "
+        "was set to never timeout, so it is bigger than watchdog timeout 1800000ms\n"
+        "ERROR 06-09 06:57:48 worker_base.py:581] RuntimeError: NPU out of memory. Tried to allocate 30.00 MiB\n"
+    )
+    assert rules_alone(text).diagnosis_class == "cuda_oom"
+
+
+def test_a_kernels_failed_check_of_the_gpu_generation_outranks_the_capture_around_it() -> None:
+    text = (
+        "[2025-01-01 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+        "Exception: Capture cuda graph failed: Assertion error (/kernels/layout.hpp:57):\n"
+        "ab.scalar_type() == kPackedFP4 and arch_major == 10\n"
+    )
+    assert rules_alone(text).diagnosis_class == "unsupported_arch"
+
+
+def test_a_validators_reason_alone_is_a_rejected_configuration() -> None:
+    text = "  Value error, Eagle3 is only supported for Llama models. Got model_type='qwen3' [type=value_error]\n"
+    assert rules_alone(text).diagnosis_class == "config_error"

@@ -84,6 +84,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 4"]["count"], first["blind set 4"]["correct"]) == (58, 36)
     assert (first["blind set 5"]["count"], first["blind set 5"]["correct"]) == (41, 35)
     assert (first["blind set 6"]["count"], first["blind set 6"]["correct"]) == (42, 37)
+    assert (first["blind set 7"]["count"], first["blind set 7"]["correct"]) == (28, 25)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:

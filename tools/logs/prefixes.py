@@ -27,8 +27,12 @@ _PREFIXES = [
     re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?P<origin> (?:[A-Z]{2,3}\d+ ?)+)?\]\s?"),  # SGLang
     re.compile(r"\d{4}-\d\d-\d\d [\d:,.]+ - [\w.]+ - (?P<level>[A-Z]+) - "),  # Python logging format
     re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [A-Z] \d+ \d+\] [\w.]+:\d+: "),  # Ray's C++ logger
+    re.compile(
+        r"\[(?P<severity>[IWEF])\d{4} [\d:.]+ [^\]]*\]\s?"
+    ),  # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877]
 ]
-_RECORD_PREFIXES = frozenset({7, 8, 9})  # prefixes that start a new log record
+_RECORD_PREFIXES = frozenset({7, 8, 9, 11})  # prefixes that start a new log record
+_SEVERITY = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ def split_line(line: str) -> LineParts:
                 origin = groups["origin"].strip()
             if groups.get("level"):
                 level = groups["level"]
+            elif groups.get("severity"):
+                level = _SEVERITY[groups["severity"]]
             record_start = record_start or position in _RECORD_PREFIXES
             text = text[match.end() :]
             break
