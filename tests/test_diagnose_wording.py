@@ -249,3 +249,40 @@ def test_a_kernels_failed_check_of_the_gpu_generation_outranks_the_capture_aroun
 def test_a_validators_reason_alone_is_a_rejected_configuration() -> None:
     text = "  Value error, Eagle3 is only supported for Llama models. Got model_type='qwen3' [type=value_error]\n"
     assert rules_alone(text).diagnosis_class == "config_error"
+
+
+def test_a_weight_the_checkpoint_lacks_is_a_load_error_and_a_drafters_is_speculative() -> None:
+    text = (
+        STARTED + "Traceback (most recent call last):\n"
+        '  File "/opt/vllm/vllm/model_executor/models/llama.py", line 400, in load_weights\n'
+        "KeyError: 'layers.0.mlp.gate_up_proj.deq_scale'\n"
+        "ERROR 05-01 10:00:02 multiproc_worker_utils.py:124] Worker VllmWorkerProcess pid 7 died, exit code: -15\n"
+    )
+    assert rules_alone(text).diagnosis_class == "model_load_error"  # the death after it is its consequence
+    drafter = text.replace("layers.0.mlp.gate_up_proj.deq_scale", "mtp.layers.0.eh_proj.weight").replace(
+        STARTED, STARTED + "INFO 05-01 10:00:00 [config.py:1] speculative_config={'method': 'mtp'}\n"
+    )
+    assert rules_alone(drafter).diagnosis_class == "spec_decode_problem"
+
+
+def test_pytorchs_heartbeat_monitor_is_a_hang_and_listed_routes_are_a_server_up() -> None:
+    heartbeat = (
+        "[rank0]:[E1019 01:04:03.356947152 ProcessGroupNCCL.cpp:1413] [PG 3 Rank 0] Heartbeat monitor timed out! "
+        "Process will be terminated after dumping debug info.\n"
+    )
+    assert rules_alone(heartbeat).diagnosis_class == "nccl_hang"
+    routes = (
+        STARTED + "(APIServer pid=4) INFO 10-24 13:23:36 [launcher.py:46] Route: /v1/completions, Methods: POST\n"
+        "(APIServer pid=4) INFO 10-24 13:23:36 [launcher.py:46] Route: /v1/chat/completions, Methods: POST\n"
+    )
+    assert rules_alone(routes).diagnosis_class == "healthy"
+
+
+def test_free_memory_below_the_requested_share_is_memory() -> None:
+    text = (
+        "ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU memory "
+        "utilization (0.95, 45.01 GiB).\n"
+    )
+    assert rules_alone(STARTED + text).diagnosis_class == "cuda_oom"
+    caching = "[rank0]:[W830 12:05:56.43 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0\n"
+    assert rules_alone(STARTED + caching).diagnosis_class == "cuda_oom"

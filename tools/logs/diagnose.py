@@ -23,7 +23,7 @@ decide ``process_killed``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tools.logs.calibration import load_calibration
@@ -56,6 +56,10 @@ __all__ = ["Alternative", "Diagnoser", "Diagnosis", "DiagnosisHints", "Remedy", 
 HINT_LINES_BEFORE = 3
 HINT_LINES_AFTER = 30
 ROOT_FRAMES = 6
+# Deaths reported after a Python exception are usually its consequence (the launcher ending the other
+# workers, a worker exiting on the error): they yield to the exception, even one no rule explains.
+CONSEQUENT_DEATHS = frozenset({"process-death-wording", "engine-core-died", "sigkill-exit"})
+CONSEQUENCE_PRIORITY = 8
 AROUND_BEFORE = 4  # lines shown before and after a death that followed the ready line
 AROUND_AFTER = 8
 
@@ -81,6 +85,18 @@ def _root_model(event: ErrorEvent, numbers: list[int | None]) -> RootCause:
             FrameInfo(file=frame.path, line=frame.line, function=frame.function) for frame in event.frames[:ROOT_FRAMES]
         ],
     )
+
+
+def _deaths_yield_to_their_cause(found: list[Evidence], root: ErrorEvent | None) -> list[Evidence]:
+    """Death signatures after the root cause's Python exception drop below an unexplained error."""
+    if root is None or root.kind == "crash" or root.type is None:
+        return found
+    return [
+        replace(item, priority=CONSEQUENCE_PRIORITY)
+        if item.signature in CONSEQUENT_DEATHS and item.index is not None and item.index > root.index
+        else item
+        for item in found
+    ]
 
 
 class Diagnoser:
@@ -118,6 +134,7 @@ class Diagnoser:
         found = signature_evidence(self.window, self.library, engine, start, events.source_lines, root)
         found += root_evidence(root, self.window, self.library)
         found += stack_evidence(events, start, self.library)
+        found = _deaths_yield_to_their_cause(found, root)
         failure_lines = [
             item.index for item in found if item.index is not None and item.diagnosis_class not in NO_FAILURE_CLASSES
         ]

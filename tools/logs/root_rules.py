@@ -11,9 +11,12 @@ Each rule reads one property of the first real error, never the wording of one k
   classes, and is said to be ``unknown`` with confidence (a bug to report, not a remedy to apply);
 - an attention kernel that fails is ``attention_backend_error`` unless its message is about the GPU
   generation (``unsupported_arch``); a just-in-time build of an attention kernel that fails is too;
-- a tensor shape or size mismatch, or a missing weight, in a log whose engine runs speculative
-  decoding is ``spec_decode_problem`` (draft and target disagree far more often than the target
-  alone is broken);
+- a weight the checkpoint lacks (``KeyError: 'layers.0.mlp.weight_scale'``) is ``model_load_error``
+  (checkpoint and model disagree) unless it is a drafter's weight or one a drafter shares with its
+  target (the embedding, the LM head);
+- a tensor shape or size mismatch, or a drafter's missing weight, in a log whose engine runs
+  speculative decoding is ``spec_decode_problem`` (draft and target disagree far more often than the
+  target alone is broken);
 - a model that cannot be found while the speculative configuration is built is the drafter:
   ``spec_decode_problem``, above the wording that names a missing model in general.
 """
@@ -67,6 +70,9 @@ _MODEL_MISSING = re.compile(
     r"|[Cc]ould not (?:find|load)|is not a (?:local )?(?:folder|directory)"
 )
 _WEIGHT_NAME = re.compile(r"^'?[\w.]+\.(?:weight|bias|\w*scale\w*)'?")
+# A weight that belongs to a drafter (EAGLE, MTP / NextN layers, a draft model), or one a drafter shares with its
+# target and often leaves out of its checkpoint (the embedding, the LM head).
+_DRAFTER_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|spec|embed_tokens|lm_head", re.IGNORECASE)
 # Speculative decoding switched on: set in a configuration dump (SGLang's ServerArgs, vLLM's engine config
 # print "=None" when it is off), given on the command line, or named in messages and module paths.
 _SPECULATIVE_CONTEXT = re.compile(
@@ -135,6 +141,14 @@ def _crashed_in_nccl(root: ErrorEvent, window: LogWindow) -> bool:
         return True
     report = window.lines[root.index : root.index + _CRASH_REPORT_LINES]
     return any(_NCCL_SYMBOL.search(line) for line in report)
+
+
+def _missing_weight(root: ErrorEvent) -> str | None:
+    """The weight's name of a ``KeyError: 'x.weight'`` root cause, else None."""
+    if root.type is None or not root.type.endswith("KeyError"):
+        return None
+    match = _WEIGHT_NAME.match(root.message.strip())
+    return match.group(0) if match else None
 
 
 def speculative_in_use(window: LogWindow) -> bool:
@@ -208,7 +222,15 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.8,
             "a model that cannot be found while the speculative configuration is built: the drafter's path",
         )
-    if component != "speculative" and _mismatch(root) and speculative_in_use(window):
+    missing_weight = _missing_weight(root)
+    if missing_weight is not None and not _DRAFTER_WEIGHT.search(missing_weight):
+        add(
+            "model_load_error",
+            SPECIFIC_PRIORITY,
+            0.7,
+            "the checkpoint has no weight of this name for the model the engine built (checkpoint and model disagree)",
+        )
+    elif component != "speculative" and _mismatch(root) and speculative_in_use(window):
         add(
             "spec_decode_problem",
             SPECULATIVE_MISMATCH_PRIORITY,
