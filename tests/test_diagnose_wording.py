@@ -286,3 +286,11 @@ def test_free_memory_below_the_requested_share_is_memory() -> None:
     assert rules_alone(STARTED + text).diagnosis_class == "cuda_oom"
     caching = "[rank0]:[W830 12:05:56.43 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device 0\n"
     assert rules_alone(STARTED + caching).diagnosis_class == "cuda_oom"
+
+
+def test_nccls_optional_ras_service_failing_to_bind_is_no_port_conflict() -> None:
+    text = (
+        "host:25:25 [1] ras/client_support.cc:160 NCCL WARN Call to bind failed: Address already in use\n"
+        "host:25:25 [1] NCCL INFO Connected all rings\n"
+    )
+    assert rules_alone(text, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class == "nccl_hang"
