@@ -167,6 +167,16 @@ def test_a_lost_gpu_and_the_oom_killer_are_host_evidence(tmp_path: Path) -> None
     assert found is not None and found.kind == "host_memory"
 
 
+def test_a_probe_without_gpus_is_no_hardware_fault_where_the_plan_had_none() -> None:
+    state = _state()
+    state.environment.gpus = []
+    state.environment.gpu_probe_error = "no NVIDIA driver/GPU found: NVML Shared Library Not Found"
+    attempt = Attempt(number=1, purpose="baseline", process="e", change="c", outcome="exited", diagnosis="unknown")
+    assert host_evidence(state, RunbookProgress(gpu_count=0), attempt, None) is None  # a CPU engine's host
+    lost = host_evidence(state, RunbookProgress(gpu_count=8), attempt, None)
+    assert lost is not None and lost.kind == "hardware"  # the GPUs the plan used are gone
+
+
 def test_a_hung_engine_is_stopped_before_the_question_unless_it_is_the_evidence() -> None:
     state = _state()
     state.processes.append(

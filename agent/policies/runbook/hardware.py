@@ -39,7 +39,7 @@ def _gpu_lines(state: ProjectState, progress: RunbookProgress) -> list[str]:
     lines = []
     if progress.gpu_count and len(environment.gpus) < progress.gpu_count:
         lines.append(f"a fresh probe finds {len(environment.gpus)} of the {progress.gpu_count} GPUs the plan used")
-    if environment.gpu_probe_error:
+    if environment.gpu_probe_error and progress.gpu_count:  # on a host planned without GPUs there is none to lose
         lines.append(f"probe: {environment.gpu_probe_error}")
     for gpu in environment.gpus:
         hardware = [xid for xid in gpu.xid_errors if _xid_code(xid) in HARDWARE_XIDS]
