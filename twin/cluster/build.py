@@ -12,6 +12,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class Cluster:
     nodes: list[Node]
     sshd_pids: list[int] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)
+    session_environment: dict[str, str] = field(default_factory=dict)  # set in every SSH session on the nodes
 
     @property
     def home(self) -> Path:
@@ -63,7 +65,9 @@ class Cluster:
         if new_host_key:
             for name in ("host_key", "host_key.pub"):
                 (directory / name).unlink(missing_ok=True)
-        self.sshd_pids[index] = sshd.start(self.nodes[index], directory, self.identity.with_suffix(".pub"))
+        self.sshd_pids[index] = sshd.start(
+            self.nodes[index], directory, self.identity.with_suffix(".pub"), self.session_environment
+        )
         self.save()
 
     def down(self) -> None:
@@ -76,14 +80,17 @@ class Cluster:
         network.remove([node.namespace for node in self.nodes], self.bridge)
 
 
-def up(scenario: Scenario, directory: Path) -> Cluster:
-    """The scenario's nodes on a fresh subnet, each with an sshd; torn down again if any step fails."""
+def up(scenario: Scenario, directory: Path, session_environment: Mapping[str, str] | None = None) -> Cluster:
+    """The scenario's nodes on a fresh subnet, each with an sshd; torn down again if any step fails.
+
+    ``session_environment`` is set in every SSH session the nodes' servers start (and so in every process
+    started through them)."""
     if os.geteuid() != 0:
         raise ClusterUnavailable("building network namespaces needs root")
     directory.mkdir(parents=True, exist_ok=True)
-    subnet = network.free_subnet()
-    hosts = list(subnet.hosts())
     token = secrets.token_hex(3)
+    subnet = network.claim_subnet(f"opb{token}")
+    hosts = list(subnet.hosts())
     spec = scenario.cluster
     nodes = [
         Node(
@@ -94,9 +101,14 @@ def up(scenario: Scenario, directory: Path) -> Cluster:
         )
         for index in range(spec.nodes)
     ]
-    cluster = Cluster(directory=directory, token=token, bridge=f"opb{token}", nodes=nodes)
+    cluster = Cluster(
+        directory=directory,
+        token=token,
+        bridge=f"opb{token}",
+        nodes=nodes,
+        session_environment=dict(session_environment or {}),
+    )
     try:
-        network.make_bridge(cluster.bridge, f"{hosts[-1]}/{subnet.prefixlen}")
         for node in nodes:
             network.make_node(node, token, cluster.bridge, subnet.prefixlen, spec.decoy_interface)
         for isolated in spec.isolated_nodes:
@@ -104,7 +116,12 @@ def up(scenario: Scenario, directory: Path) -> Cluster:
         sshd.keygen(cluster.identity)
         for node in nodes:
             cluster.sshd_pids.append(
-                sshd.start(node, cluster.node_dir(node.index), cluster.identity.with_suffix(".pub"))
+                sshd.start(
+                    node,
+                    cluster.node_dir(node.index),
+                    cluster.identity.with_suffix(".pub"),
+                    cluster.session_environment,
+                )
             )
         cluster.aliases = sshd.write_client_home(
             cluster.home, nodes, cluster.identity, [cluster.node_dir(node.index) for node in nodes]

@@ -51,6 +51,23 @@ def make_bridge(name: str, address: str) -> None:
     ip("link", "set", name, "up")
 
 
+def claim_subnet(bridge: str, attempts: int = 10) -> ipaddress.IPv4Network:
+    """A free subnet with the bridge ``bridge`` made on its last address. Another cluster built at the same moment
+    may have drawn the same subnet: then two routes name it, both give it up and draw again."""
+    for _ in range(attempts):
+        subnet = free_subnet()
+        try:
+            make_bridge(bridge, f"{list(subnet.hosts())[-1]}/{subnet.prefixlen}")
+        except ClusterUnavailable:
+            ip("link", "delete", bridge, check=False)
+            raise
+        routes = ip("-4", "route", "show", "exact", str(subnet), check=False).stdout.splitlines()
+        if all(f" dev {bridge} " in f" {line} " for line in routes):
+            return subnet
+        ip("link", "delete", bridge, check=False)
+    raise ClusterUnavailable(f"no subnet of our own after {attempts} draws (other clusters took each one)")
+
+
 def make_node(node: Node, token: str, bridge: str, prefix: int, decoy: str | None) -> None:
     ip("netns", "add", node.namespace)
     ip("-n", node.namespace, "link", "set", "lo", "up")

@@ -4,10 +4,12 @@ naming every node by an alias, with its host key in known_hosts."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from twin.cluster.network import ClusterUnavailable, Node
@@ -21,9 +23,11 @@ def keygen(path: Path) -> str:
     return path.with_suffix(".pub").read_text().strip()
 
 
-def _config(node: Node, directory: Path, authorized: Path) -> str:
+def _config(node: Node, directory: Path, authorized: Path, session_environment: Mapping[str, str]) -> str:
+    pairs = " ".join(f"{name}={value}" for name, value in session_environment.items())
     return "\n".join(
         [
+            *([f"SetEnv {pairs}"] if pairs else []),  # one line: sshd keeps the first SetEnv it reads
             f"ListenAddress {node.address}",
             "Port 22",
             f"HostKey {directory / 'host_key'}",
@@ -42,11 +46,16 @@ def _config(node: Node, directory: Path, authorized: Path) -> str:
     )
 
 
-def start(node: Node, directory: Path, authorized: Path) -> int:
-    """Start sshd in the node's namespace; returns its pid once it listens."""
+def start(node: Node, directory: Path, authorized: Path, session_environment: Mapping[str, str] | None = None) -> int:
+    """Start sshd in the node's namespace; returns its pid once it listens. Every session it starts has
+    ``session_environment`` (names and values without spaces or quotes) in its environment."""
+    environment = dict(session_environment or {})
+    for name, value in environment.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or re.search(r"[\s\"'\\]", value):
+            raise ValueError(f"sshd cannot pass on {name}={value!r}: a name, and a value without spaces or quotes")
     directory.mkdir(parents=True, exist_ok=True)
     keygen(directory / "host_key")
-    (directory / "sshd_config").write_text(_config(node, directory, authorized))
+    (directory / "sshd_config").write_text(_config(node, directory, authorized, environment))
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation directory
     command = [SSHD, "-f", str(directory / "sshd_config"), "-E", str(directory / "sshd.log")]
     completed = subprocess.run(["ip", "netns", "exec", node.namespace, *command], capture_output=True, text=True)
