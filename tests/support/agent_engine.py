@@ -3,21 +3,18 @@
 :func:`agent_tool` runs one tool through the real CLI on a state directory with the engine environment's
 interpreter (``--engine-python``) and returns its result document; :class:`AgentEngine` is one engine the agent
 started there. :func:`end_engines` ends every process group a state directory's engines left behind, the
-group leader gone or not, touching only processes that carry the spawn's marker naming that engine's log.
+group leader gone or not, touching only processes that carry the spawn's marker naming that engine's log and
+the workers of groups made of those alone (see :mod:`support.process_groups`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
+from support import process_groups
 from support.cli import agent_environment, run_agent
 from support.real_engine import DEFAULT_ENGINE_ENVIRONMENT, RealEngine, free_port
 from tools.processes import SPAWN_MARKER
@@ -126,31 +123,34 @@ def launch_ready(engine: RealEngine, state_dir: Path, name: str, config: dict[st
     return launched
 
 
-def engine_groups(state_dir: Path) -> dict[int, list[psutil.Process]]:
-    """Live processes of each engine's process group that carry the marker naming that engine's log."""
+def _marked_by_engine(state_dir: Path) -> process_groups.Accept:
+    """Accepts a member whose spawn marker names the log of the engine that leads its process group."""
     latest = state_dir / "latest.json"
-    if not latest.exists():
-        return {}
-    records = json.loads(latest.read_text(encoding="utf-8")).get("processes", [])
+    records = json.loads(latest.read_text(encoding="utf-8")).get("processes", []) if latest.exists() else []
     logs = {record["pid"]: record["log_path"] for record in records}
-    found: dict[int, list[psutil.Process]] = {}
-    for process in psutil.process_iter():
+
+    def accept(group: int, environment: dict[str, str]) -> bool:
+        mark = environment.get(SPAWN_MARKER)
+        if group not in logs or mark is None:
+            return False
         try:
-            group = os.getpgid(process.pid)
-            if group not in logs or process.status() == psutil.STATUS_ZOMBIE:
-                continue
-            mark = process.environ().get(SPAWN_MARKER)
-        except (psutil.Error, OSError):
-            continue
-        if mark is not None and json.loads(mark).get("log") == logs[group]:
-            found.setdefault(group, []).append(process)
+            return bool(json.loads(mark).get("log") == logs[group])
+        except (ValueError, AttributeError):
+            return False
+
+    return accept
+
+
+def engine_groups(state_dir: Path) -> dict[int, list[int]]:
+    """The pids of each engine's process group that the spawn started: marked members (the marker names that
+    engine's log), and members whose title hides their environment (vLLM's workers) in a group of no one else."""
+    found: dict[int, list[int]] = {}
+    for member in process_groups.targets(_marked_by_engine(state_dir)):
+        found.setdefault(member.group, []).append(member.pid)
     return found
 
 
 def end_engines(state_dir: Path) -> None:
-    """SIGKILL what the state directory's engines left running (after the tests' own stop, if any)."""
-    for members in engine_groups(state_dir).values():
-        for process in members:
-            with contextlib.suppress(psutil.Error):
-                process.send_signal(signal.SIGKILL)
-        psutil.wait_procs(members, timeout=10)
+    """End what the state directory's engines left running (after the tests' own stop, if any): SIGTERM, SIGKILL
+    after a few seconds."""
+    process_groups.end(_marked_by_engine(state_dir))

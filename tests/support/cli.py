@@ -18,9 +18,12 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
+from support.run_mark import RUN_MARK
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-# Variables that would change what the CLI does (policy choice, config) are removed for the child.
+# Variables that would change what the CLI does (policy choice, config) are removed for the child; the test
+# run's mark stays, so that what the agent starts is ended with the run (support.run_mark).
 _INFLUENTIAL = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 
 
@@ -28,7 +31,7 @@ def agent_environment(**extra: str) -> dict[str, str]:
     environment = {
         name: value
         for name, value in os.environ.items()
-        if name not in _INFLUENTIAL and not name.startswith("OPSLOOP_")
+        if name == RUN_MARK or (name not in _INFLUENTIAL and not name.startswith("OPSLOOP_"))
     }
     environment["PYTHONPATH"] = str(REPO_ROOT)
     environment.update(extra)

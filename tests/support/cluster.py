@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from support.cli import agent_environment
+from support.run_mark import run_environment
 from tools.hosts.ssh.host import SshHost
 from tools.hosts.ssh.target import SshTarget
 from twin.cluster.build import Cluster, up
@@ -121,7 +122,7 @@ def namespaced_cluster(scenario: str, directory: Path) -> Iterator[NamespacedNod
         pytest.skip(reason)
     loaded, _ = load_scenario(scenario)
     try:
-        cluster = up(loaded, directory)
+        cluster = up(loaded, directory, session_environment=run_environment())
     except ClusterUnavailable as error:  # the facilities are there (checked above): this is a defect
         pytest.fail(f"the namespaced hosts could not be built: {error}")
     control_dir = Path(tempfile.mkdtemp(prefix="opsloop-cm-", dir="/tmp"))
