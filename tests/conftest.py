@@ -2,7 +2,8 @@
 
 The first pytest process of a run marks itself as the run's owner (``support.run_mark``): every process the
 tests start carries the mark, what killed runs left behind is ended before this run starts, and what this run
-left is ended when it finishes. xdist workers inherit the mark and leave both to their controller.
+left is ended when it finishes. xdist workers inherit the mark and leave both to their controller, which also
+decides which tests share a worker (``support.xdist_schedule``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if _is_xdist_worker(config):
         return
+    if config.pluginmanager.hasplugin("xdist"):
+        from support.xdist_schedule import SchedulePlugin  # imports xdist
+
+        config.pluginmanager.register(SchedulePlugin(), "opsloop-xdist-schedule")
     ended = reap_orphans()
     if ended:
         sys.stderr.write(f"ended {len(ended)} processes left by killed test runs: {ended}\n")
