@@ -64,4 +64,5 @@ class SchedulePlugin:
 
     @staticmethod
     def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> GroupScheduling | None:
-        return GroupScheduling(config, log) if config.getvalue("dist") == "load" else None
+        """Ours for ``--dist load`` (what ``-n`` alone means) and ``loadgroup``; any other mode is xdist's."""
+        return GroupScheduling(config, log) if config.getvalue("dist") in ("load", "loadgroup") else None
