@@ -40,16 +40,21 @@ def decide_through(
     return list(decision.actions), sleep, server
 
 
+# A hung request is cut by the client's timeout; the good answer that follows must come within it, which on a
+# loaded machine can take a good part of a second, so the timeout is generous and a hang is far longer (the server
+# ends a hang as soon as it stops).
+REQUEST_TIMEOUT_SECONDS = 3.0
+HANG_SECONDS = 60.0
 FAULTS = {
     "429-retry-after": Fault.rate_limited(retry_after=0.02),
     "429-bare": Fault.rate_limited(),
     "500": Fault.http(500),
     "503": Fault.http(503),
     "529-overloaded": Fault.overloaded(),
-    "timeout": Fault.hang(0.6),
+    "timeout": Fault.hang(HANG_SECONDS),
     "cut-stream": Fault.cut_stream(after_events=3),
     "cut-stream-clean-end": Fault.cut_stream(after_events=3, clean=True),
-    "stream-stall": Fault.stall_stream(0.6, after_events=2),
+    "stream-stall": Fault.stall_stream(HANG_SECONDS, after_events=2),
     "stream-error-event": Fault.stream_error(after_events=2),
 }
 
@@ -60,7 +65,7 @@ def test_a_transient_failure_is_retried_and_the_step_goes_on(
     fault_name: str, provider: ProviderName, stream: bool, tmp_path: Path
 ) -> None:
     actions, sleep, server = decide_through(
-        [FAULTS[fault_name]], provider, stream, tmp_path, request_timeout_seconds=0.25
+        [FAULTS[fault_name]], provider, stream, tmp_path, request_timeout_seconds=REQUEST_TIMEOUT_SECONDS
     )
     assert [request.answer for request in server.requests] == [f"fault:{FAULTS[fault_name].kind}", "turn"]
     assert len(sleep.waits) == 1
