@@ -29,6 +29,10 @@ from tools.redact import redact_env, redact_text, redact_value
 # Every spawned process carries its run, name, kind and log here, so that a resume can adopt one the agent
 # was killed too early to record (between spawning it and saving the state).
 SPAWN_MARKER = "OPSLOOP_SPAWNED"
+# vLLM (and other programs using setproctitle) retitle their worker processes by writing over the memory that
+# holds the environment, which erases the marker: a stop could then not find workers whose leader is gone.
+# SPT_NOENV tells setproctitle to leave the environment alone.
+MARKER_KEEPING_ENVIRONMENT = {"SPT_NOENV": "1"}
 DEFAULT_STOP_GRACE_SECONDS = 30.0
 KILL_WAIT_SECONDS = 10.0
 
@@ -99,7 +103,8 @@ def start_process(
     log_path = host.log_dir(context.logs_dir) / _log_name(name, context.state.step)
     host_argv = host.translate(list(argv))
     mark = json.dumps({"run": context.state.run_id, "name": name, "kind": kind, "log": str(log_path), "port": port})
-    spawned = host.spawn(host_argv, env={**environment, SPAWN_MARKER: mark}, log_path=log_path, cwd=cwd)
+    spawn_environment = {**environment, **MARKER_KEEPING_ENVIRONMENT, SPAWN_MARKER: mark}
+    spawned = host.spawn(host_argv, env=spawn_environment, log_path=log_path, cwd=cwd)
     record = ProcessRecord(
         name=name,
         pid=spawned.pid,
