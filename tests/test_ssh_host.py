@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from support.cli import run_agent
 from support.cluster import NamespacedNodes, namespaced_cluster
@@ -129,13 +130,24 @@ def test_a_process_survives_a_dropped_connection_and_the_agents_restart(nodes: N
         host.close()
 
 
+def _end_connections_once_running(nodes: NamespacedNodes, argv: list[str], wait_seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline:
+        if any(process.info["cmdline"] == argv for process in psutil.process_iter(["cmdline"])):
+            break
+        time.sleep(0.1)
+    nodes.end_connections()
+
+
 def test_a_dropped_connection_mid_call_is_an_interrupted_call(nodes: NamespacedNodes, tmp_path: Path) -> None:
     host = nodes.host(0)
     context = _context(tmp_path, host)
-    dropper = threading.Timer(1.5, nodes.end_connections)
+    # The connection is dropped once the remote command runs (the nodes share this machine's processes), not
+    # after a fixed delay: under load the call may not have reached the node yet, which is another case.
+    dropper = threading.Thread(target=_end_connections_once_running, args=(nodes, ["sleep", "20.25"]))
     dropper.start()
     try:
-        result = default_registry().execute("shell", {"command": "sleep 20; echo done"}, context)
+        result = default_registry().execute("shell", {"command": "sleep 20.25; echo done"}, context)
     finally:
         dropper.join()
     assert not result.ok and result.interrupted
