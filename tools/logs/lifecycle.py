@@ -211,8 +211,8 @@ def no_failure_decision(
             ["disable_cuda_graph", "disable_custom_all_reduce", "lower_cuda_graph_bs"],
             library,
         )
-    talk = _last_collective_talk(window)
-    if stale and talk is not None and talk > milestone:
+    talk = _last_collective_talk(window) if stale else None  # a scan of every line: only for a silent log
+    if talk is not None and talk > milestone:
         return _decision(
             calibration,
             "nccl_hang",
