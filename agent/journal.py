@@ -72,9 +72,15 @@ class Journal:
                 body = body[:-1] + f', "chain": "{chain}"}}'.encode()
             try:
                 self._append(body + b"\n")
+                self._head = chain or self._head
             except OSError as error:
+                self._head = None
                 raise StateWriteError(f"cannot append to the journal {self.path}: {error.strerror or error}") from error
-            self._head = chain or self._head
+            except BaseException:
+                # Ctrl-C or SIGTERM can land after the line was written and before the head moved: read the
+                # chain's end from the file next time, or the next record would break the agent's own chain.
+                self._head = None
+                raise
         return entry
 
     def _append(self, line: bytes) -> None:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from agent.journal import Journal
+from support.journal_writer import KEY
+
+from agent.journal import Journal, last_chain
+from agent.tamper import journal_problems
 
 
 def test_records_are_appended_one_per_line_in_order(tmp_path: Path) -> None:
@@ -53,3 +63,29 @@ def test_secrets_never_reach_the_journal(tmp_path: Path) -> None:
 
 def test_a_missing_journal_reads_as_empty(tmp_path: Path) -> None:
     assert Journal(tmp_path / "none.jsonl").records() == []
+
+
+def test_interrupts_during_writes_never_break_the_agents_own_chain(tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM landing just after a record reached the file (before the journal knew it) once made
+    the next record look inserted, and a resumed run asked whether someone had tampered with the journal.
+    Each writer records the interrupts it catches; one that dies of an interrupt elsewhere is started again on
+    the same journal, as a resumed run is."""
+    path, rng, exits = tmp_path / "journal.jsonl", random.Random(7), set()
+    for _ in range(8):
+        writer = subprocess.Popen(
+            [sys.executable, str(Path(__file__).parent / "support" / "journal_writer.py"), str(path), "200"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        )
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        while writer.poll() is None:
+            time.sleep(rng.uniform(0.0005, 0.004))
+            with contextlib.suppress(ProcessLookupError):
+                writer.send_signal(signal.SIGINT)
+        exits.add(writer.wait())
+        writer.stdout.close()
+    kinds = [entry["kind"] for entry in Journal(path).records()]
+    assert exits <= {0, -signal.SIGINT} and kinds.count("start") == 8
+    assert kinds.count("interrupted") >= 20, kinds.count("interrupted")
+    assert journal_problems(path, KEY, last_chain(path)) == []
