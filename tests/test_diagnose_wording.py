@@ -294,3 +294,31 @@ def test_nccls_optional_ras_service_failing_to_bind_is_no_port_conflict() -> Non
         "host:25:25 [1] NCCL INFO Connected all rings\n"
     )
     assert rules_alone(text, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class == "nccl_hang"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "Failed: Cuda error /opt/vllm/csrc/custom_all_reduce.cuh:412 'an illegal memory access was encountered'",
+            "nccl_error",
+        ),
+        ("Failed, NCCL error /opt/build/csrc/comm.cu:88 'unhandled system error'", "nccl_error"),
+        ("Failed: Cuda error /opt/build/csrc/cache_kernels.cu:57 'out of memory'", "cuda_oom"),
+    ],
+)
+def test_a_failed_check_in_compiled_code_is_a_failure_even_when_forwarded_at_info(line: str, expected: str) -> None:
+    """A native check prints one line and exits; a launcher that forwards the engine's output logs it at INFO."""
+    text = (
+        STARTED + "INFO 05-01 10:00:05 [model_runner.py:1] Loading weights took 3.10 GB\n"
+        f"2025-05-01T10:00:09.120Z  INFO launcher::engine: {line}\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == expected, diagnosis.why
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.kind == "crash"
+    assert diagnosis.key_line is not None and "Failed" in diagnosis.key_line
+
+
+def test_the_older_capture_progress_bar_marks_the_capture_phase() -> None:
+    text = STARTED + "Capturing CUDA graph shapes:  40%|████      | 14/35 [00:30<00:45,  2.2s/it]\n"
+    assert rules_alone(text).phase == "cuda_graph"

@@ -22,7 +22,7 @@ EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(
     r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
-    r"|frame #\d|Thread \d+ \(|encountered !"
+    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] "
 )
 _PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>\d+),? in (?P<function>[\w<>.]+)')
 # A frame whose "line N, in function" part was wrapped onto a later line when the log was pasted.
@@ -39,6 +39,12 @@ _INNERMOST_FIRST_HEADER = re.compile(r"\(most recent call first\)|^Thread \d+ \(
 _CRASH = re.compile(
     r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received"
     r"|^!+ ?(?P<banner>\w+) encountered ?!+"
+)
+# A native check that prints and exits (vLLM's CUDACHECK in csrc/custom_all_reduce.cuh, NCCL tests'
+# NCCLCHECK): "Failed: Cuda error csrc/custom_all_reduce.cuh:368 'invalid argument'"; some builds omit the kind.
+_NATIVE_CHECK = re.compile(
+    r"Failed[:,] (?:(?P<kind>Cuda|CUDA|NCCL|MPI) error )?(?P<path>[\w./-]+\.(?:cuh?|cpp|cc|hpp|h)):(?P<line>\d+)"
+    r" '(?P<message>[^']*)'"
 )
 _CHAIN = re.compile(r"^During handling of the above exception|^The above exception was the direct cause")
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
@@ -125,7 +131,15 @@ class _Parser:
 
     def feed(self, index: int, line: str) -> None:
         parts = split_line(line)
-        handlers = (self.on_frame, self.on_header, self.on_chain, self.on_crash, self.on_exception, self.on_future)
+        handlers = (
+            self.on_frame,
+            self.on_header,
+            self.on_chain,
+            self.on_crash,
+            self.on_native_check,
+            self.on_exception,
+            self.on_future,
+        )
         if not any(handler(index, parts) for handler in handlers):
             self.on_other(index, parts.text)
 
@@ -182,6 +196,28 @@ class _Parser:
                 self.block.type, self.block.message = crash.group("signal"), f"{crash.group('signal')} received"
             else:
                 self.block.type, self.block.message = crash.group("banner"), f"{crash.group('banner')} encountered"
+        return True
+
+    def on_native_check(self, index: int, parts: LineParts) -> bool:
+        """A failed check in compiled code, printed just before the process exits: a crash of its own."""
+        check = _NATIVE_CHECK.search(parts.text)
+        if check is None:
+            return False
+        self.close(index)
+        kind = (check.group("kind") or "CUDA").upper()
+        frame = Frame(check.group("path"), int(check.group("line")), "", index)
+        self.events.append(
+            ErrorEvent(
+                kind="crash",
+                first_index=index,
+                index=index,
+                type=f"{kind} error",
+                message=check.group("message"),
+                frames=[frame],
+                origin=parts.origin,
+            )
+        )
+        self.last_event_line = index
         return True
 
     def on_exception(self, index: int, parts: LineParts) -> bool:
