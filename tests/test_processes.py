@@ -135,3 +135,21 @@ def _group(pgid: int) -> list[psutil.Process]:
         except (psutil.Error, OSError):
             continue
     return members
+
+
+def test_the_supervisor_ends_workers_the_command_left_behind(tmp_path: Path) -> None:
+    """The command exits and leaves a worker that ignores SIGTERM (as an engine's workers can): the supervisor
+    ends it (SIGKILL after the grace), says so in the log, and records the command's own exit code."""
+    context = make_context(tmp_path)
+    script = (
+        "import subprocess, sys, time; worker = subprocess.Popen([sys.executable, sys.argv[1], '--ignore-term']);"
+        " print('worker', worker.pid, flush=True); time.sleep(1.5); sys.exit(3)"
+    )
+    record = start_process(context, name="engine", argv=[sys.executable, "-c", script, fake("sleeper.py")])
+    log = Path(record.log_path)
+    assert wait_for(lambda: "sleeper started" in log.read_text())
+    worker = psutil.Process(int(log.read_text().split("worker ", 1)[1].split()[0]))
+    assert wait_for(lambda: not context.host.status(record.pid, record.create_time).alive, timeout=60)
+    assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
+    assert "terminating 1 leftover worker process(es)" in log.read_text()
+    assert context.host.status(record.pid, record.create_time).exit_code == 3

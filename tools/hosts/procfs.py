@@ -8,7 +8,6 @@ identity here and through psutil.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 
@@ -135,12 +134,6 @@ def tree_counters(pid: int) -> dict[str, float | int | None]:
         "read_bytes": read if io_seen else None,
         "write_bytes": write if io_seen else None,
     }
-
-
-def signal_pids(pids: list[int], signum: int) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
 
 
 def alive(pid: int) -> bool:

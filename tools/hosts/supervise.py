@@ -27,6 +27,7 @@ import ctypes
 import datetime as dt
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -76,21 +77,38 @@ def _become_subreaper() -> None:
 
 
 def _terminate_leftovers() -> None:
-    leftovers = procfs.children(os.getpid())
+    leftovers = _open_pidfds(procfs.children(os.getpid()))
     if not leftovers:
         return
     print(f"{LOG_PREFIX} terminating {len(leftovers)} leftover worker process(es)", file=sys.stderr, flush=True)
-    procfs.signal_pids(leftovers, signal.SIGTERM)
-    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
-    while time.monotonic() < deadline and any(procfs.alive(pid) for pid in leftovers):
+    # Signalled through pidfds opened while they were still this process's children: once reaped, their pids
+    # are free for any process on the machine, and a signal by pid could reach a stranger.
+    try:
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            for descriptor in leftovers:
+                with contextlib.suppress(OSError):  # already exited
+                    signal.pidfd_send_signal(descriptor, signum)
+            deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
+            while time.monotonic() < deadline and not all(_exited(descriptor) for descriptor in leftovers):
+                _reap_orphans()
+                time.sleep(0.05)
         _reap_orphans()
-        time.sleep(0.05)
-    procfs.signal_pids([pid for pid in leftovers if procfs.alive(pid)], signal.SIGKILL)
-    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
-    while time.monotonic() < deadline and any(procfs.alive(pid) for pid in leftovers):
-        _reap_orphans()
-        time.sleep(0.05)
-    _reap_orphans()
+    finally:
+        for descriptor in leftovers:
+            os.close(descriptor)
+
+
+def _open_pidfds(pids: list[int]) -> list[int]:
+    descriptors = []
+    for pid in pids:
+        with contextlib.suppress(OSError):  # exited and reaped already
+            descriptors.append(os.pidfd_open(pid))
+    return descriptors
+
+
+def _exited(descriptor: int) -> bool:
+    """A pidfd turns readable once its process has exited (zombie or reaped)."""
+    return bool(select.select([descriptor], [], [], 0)[0])
 
 
 def _reap_orphans() -> None:

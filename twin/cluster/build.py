@@ -59,7 +59,7 @@ class Cluster:
 
     def restart_sshd(self, index: int, new_host_key: bool = False) -> None:
         """Restart one node's server, optionally with a newly generated host key (a reinstalled machine)."""
-        sshd.stop(self.sshd_pids[index])
+        sshd.stop(self.sshd_pids[index], self.node_dir(index))
         time.sleep(0.2)
         directory = self.node_dir(index)
         if new_host_key:
@@ -71,8 +71,8 @@ class Cluster:
         self.save()
 
     def down(self) -> None:
-        for pid in self.sshd_pids:
-            sshd.stop(pid)
+        for index, pid in enumerate(self.sshd_pids):
+            sshd.stop(pid, self.node_dir(index))
         for node in self.nodes:
             for pid in network.namespace_pids(node.namespace):
                 with contextlib.suppress(ProcessLookupError):

@@ -69,11 +69,21 @@ def start(node: Node, directory: Path, authorized: Path, session_environment: Ma
     raise ClusterUnavailable(f"sshd on node {node.index} wrote no pid file ({(directory / 'sshd.log').read_text()})")
 
 
-def stop(pid: int) -> None:
+def stop(pid: int, directory: Path) -> None:
+    """SIGTERM the node's server, but only while ``pid`` is still that server (its command line names the node's
+    configuration): a server that already ended leaves its pid free for any process on the machine."""
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
+        descriptor = os.pidfd_open(pid)
+    except OSError:
         return
+    try:
+        command_line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        if str(directory / "sshd_config") in command_line:
+            signal.pidfd_send_signal(descriptor, signal.SIGTERM)
+    except OSError:
+        return
+    finally:
+        os.close(descriptor)
 
 
 def host_key_line(directory: Path) -> str:
