@@ -322,3 +322,16 @@ def test_a_failed_check_in_compiled_code_is_a_failure_even_when_forwarded_at_inf
 def test_the_older_capture_progress_bar_marks_the_capture_phase() -> None:
     text = STARTED + "Capturing CUDA graph shapes:  40%|████      | 14/35 [00:30<00:45,  2.2s/it]\n"
     assert rules_alone(text).phase == "cuda_graph"
+
+
+def test_the_custom_all_reduce_failing_as_capture_ends_is_the_captures_failure() -> None:
+    """vLLM's custom all-reduce checks CUDA calls at start-up (opening its peers' buffers) and again when graph
+    capture ends (exchanging the captured graphs' buffers): the phase tells the two apart."""
+    failed = "Failed: Cuda error /src/vllm/csrc/custom_all_reduce.cuh:431 'invalid device context'\n"
+    during_capture = (
+        STARTED + "INFO 05-01 10:00:05 [model_runner.py:1] Loading weights took 3.10 GB\n"
+        "Capturing CUDA graphs (decode, FULL):  100%|██████████| 67/67 [00:21<00:00,  3.1it/s]\n" + failed
+    )
+    at_start_up = STARTED + "INFO 05-01 10:00:02 [parallel_state.py:1] rank 0 in world size 2 is assigned as TP0\n"
+    assert rules_alone(during_capture).diagnosis_class == "cuda_graph_capture_failure"
+    assert rules_alone(at_start_up + failed).diagnosis_class == "nccl_error"

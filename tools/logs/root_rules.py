@@ -29,7 +29,7 @@ from tools.logs.components import failing_component
 from tools.logs.events import ErrorEvent
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
-from tools.logs.phase import Phase
+from tools.logs.phase import Phase, last_phase
 from tools.logs.window import LogWindow
 
 COMPONENT_PRIORITY = 65
@@ -128,6 +128,11 @@ def _kernel_build_failure(root: ErrorEvent) -> bool:
     return bool(_ATTENTION_KERNEL.search(named))
 
 
+def _custom_all_reduce(root: ErrorEvent) -> bool:
+    """The engine's own all-reduce kernels (vLLM's csrc/custom_all_reduce, SGLang's sgl-kernel copy)."""
+    return any("custom_all_reduce" in frame.path for frame in root.frames)
+
+
 def _mismatch(root: ErrorEvent) -> bool:
     """A tensor shape or size mismatch, or a weight the model does not have (``KeyError: 'x.weight'``)."""
     if root.type is not None and root.type.endswith("KeyError"):
@@ -212,6 +217,14 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             CRASH_PRIORITY,
             0.6,
             f"the interpreter's own check failed, not a death by a signal ({root.message})",
+        )
+    if root.kind == "crash" and _custom_all_reduce(root) and last_phase(window, library).phase == "cuda_graph":
+        # Its checks after start-up are in the exchange of the captured graphs' buffers, when capture ends.
+        add(
+            "cuda_graph_capture_failure",
+            SPECIFIC_PRIORITY,
+            0.7,
+            "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
