@@ -335,3 +335,14 @@ def test_the_custom_all_reduce_failing_as_capture_ends_is_the_captures_failure()
     at_start_up = STARTED + "INFO 05-01 10:00:02 [parallel_state.py:1] rank 0 in world size 2 is assigned as TP0\n"
     assert rules_alone(during_capture).diagnosis_class == "cuda_graph_capture_failure"
     assert rules_alone(at_start_up + failed).diagnosis_class == "nccl_error"
+
+
+def test_a_package_without_its_metadata_is_an_installation_problem_said_with_confidence() -> None:
+    text = (
+        STARTED + "Traceback (most recent call last):\n"
+        '  File "/opt/env/bin/sglang", line 5, in <module>\n'
+        "importlib.metadata.PackageNotFoundError: No package metadata was found for sglang-kernel\n"
+    )
+    diagnosis = diagnose_text(text, DiagnosisHints(exit_code=1))  # with the learned model: it has no say here
+    assert (diagnosis.diagnosis_class, diagnosis.decided_by) == ("unknown", "rules")
+    assert diagnosis.confidence >= 0.5 and "installation" in diagnosis.summary

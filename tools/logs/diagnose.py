@@ -48,6 +48,7 @@ from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_librar
 from tools.logs.lifecycle import no_failure_decision, supervisor_exit
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
+from tools.logs.request_errors import answered_before_errors, request_errors, without
 from tools.logs.root_rules import hint_evidence, root_evidence
 from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance
 from tools.logs.window import LogWindow, read_window
@@ -181,9 +182,14 @@ class Diagnoser:
         """What the structural parse and the rules decide, before the learned model is consulted."""
         window = self.window
         engine = None if self.engine == "unknown" else self.engine
-        ready = last_ready(window, self.library, engine)
-        start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts
         events = parse_events(window.lines)
+        ready = last_ready(window, self.library, engine)
+        if ready is None:
+            ready = answered_before_errors(window, self.library, events)
+        start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts
+        exited = self.hints.exit_code is not None or self.hints.process_alive is False
+        failed_requests = [] if ready is None or exited else request_errors(events, ready)
+        events = without(events, failed_requests)
         root = root_cause(events, start)
         calibration = load_calibration()
         decision = decide(self._evidence(events, root, start), calibration, window.numbers)
@@ -191,8 +197,9 @@ class Diagnoser:
         if decision is None:
             decision = no_failure_decision(window, self.library, self.hints, ready, age, calibration)
         elif ready is not None:
-            exited = self.hints.exit_code is not None or self.hints.process_alive is False
             decision.findings.append("died_after_ready" if exited else "failed_after_ready")
+        if failed_requests:
+            decision.findings.append("requests_failed")
         if {"died_after_ready", "failed_after_ready"} & set(decision.findings):
             decision.lines_around = self._around(decision.index)
         if events.ends_in_traceback and "ends_in_traceback" not in decision.findings:

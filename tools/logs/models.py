@@ -11,7 +11,9 @@ from tools.logs.library import DiagnosisClass
 from tools.logs.phase import Phase
 
 EngineGuess = Literal["sglang", "vllm", "unknown"]
-Finding = Literal["died_after_ready", "failed_after_ready", "exited_during_start_up", "ends_in_traceback"]
+Finding = Literal[
+    "died_after_ready", "failed_after_ready", "exited_during_start_up", "ends_in_traceback", "requests_failed"
+]
 DecidedBy = Literal["rules", "model"]  # the structural rules and signatures, or the learned model
 
 

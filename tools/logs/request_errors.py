@@ -1,0 +1,46 @@
+"""Errors of single requests while the engine serves: the request fails, the engine goes on.
+
+An engine that answered requests had been ready, even when the excerpt starts after its ready line. Once it
+serves, an exception raised and logged in the API layer (the OpenAI-compatible server's request handling, tool
+and reasoning parsers, chat templates) fails that request alone: the server answers it with an error status and
+keeps serving. Such events are not the engine's failure. An error saying the engine itself is dead, or one in
+any other component, still is.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tools.logs.components import failing_component
+from tools.logs.events import ErrorEvent, LogEvents
+from tools.logs.library import SignatureLibrary
+from tools.logs.phase import last_phase
+from tools.logs.window import LogWindow
+
+_ENGINE_GONE = re.compile(r"Dead|[Ee]ngine ?[Cc]ore|died|shut ?down|[Cc]onnection (?:closed|reset)")
+
+
+def answered_before_errors(window: LogWindow, library: SignatureLibrary, events: LogEvents) -> int | None:
+    """The line of an answered request (or another serving milestone) before the first error, or None."""
+    first_error = min((event.first_index for event in events.real()), default=None)
+    seen = last_phase(window, library, before=first_error)
+    return seen.index if seen.phase == "serving" else None
+
+
+def request_errors(events: LogEvents, ready: int) -> list[ErrorEvent]:
+    """The events after ``ready`` that failed a single request in the API layer."""
+    return [
+        event
+        for event in events.real()
+        if event.first_index > ready
+        and event.frames
+        and failing_component(event.frames) == "http_server"
+        and not _ENGINE_GONE.search(f"{event.type} {event.message}")
+    ]
+
+
+def without(events: LogEvents, dropped: list[ErrorEvent]) -> LogEvents:
+    """The events less ``dropped`` (the log still ends in a traceback only when a kept event ends it)."""
+    kept = [event for event in events.events if all(event is not other for other in dropped)]
+    ends = events.ends_in_traceback and bool(kept) and kept[-1] is events.events[-1]
+    return LogEvents(kept, events.source_lines, ends)
