@@ -94,6 +94,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 9"]["count"], first["blind set 9"]["correct"]) == (17, 14)
     assert (first["blind set 10"]["count"], first["blind set 10"]["correct"]) == (18, 17)
     assert (first["blind set 11"]["count"], first["blind set 11"]["correct"]) == (24, 22)
+    assert (first["blind set 12"]["count"], first["blind set 12"]["correct"]) == (14, 11)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
