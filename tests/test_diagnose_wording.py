@@ -346,3 +346,36 @@ def test_a_package_without_its_metadata_is_an_installation_problem_said_with_con
     diagnosis = diagnose_text(text, DiagnosisHints(exit_code=1))  # with the learned model: it has no say here
     assert (diagnosis.diagnosis_class, diagnosis.decided_by) == ("unknown", "rules")
     assert diagnosis.confidence >= 0.5 and "installation" in diagnosis.summary
+
+
+def test_a_program_passing_an_argument_the_engine_release_lacks_is_a_config_error_even_in_bold() -> None:
+    """Programs that build the engine in code (evaluation harnesses, RL trainers) meet another release's argument
+    classes; bug reports often make the final line bold."""
+    text = (
+        "RayTaskError(TypeError): ray::generate() (pid=4411, ip=10.0.0.7)\n"
+        '  File "/env/lib/python3.11/site-packages/vllm/entrypoints/llm.py", line 198, in __init__\n'
+        "    engine_args = EngineArgs(\n"
+        "**TypeError: EngineArgs.__init__() got an unexpected keyword argument 'disable_log_requests'**\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "config_error", diagnosis.why
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.type == "TypeError"
+
+
+def test_a_model_layer_without_a_quantization_tensor_is_a_load_error() -> None:
+    text = (
+        STARTED + "ERROR 05-01 10:00:07 [engine.py:1] Traceback (most recent call last):\n"
+        'ERROR 05-01 10:00:07 [engine.py:1]   File "/env/torch/nn/modules/module.py", line 1940, in __getattr__\n'
+        "ERROR 05-01 10:00:07 [engine.py:1] AttributeError: 'RowParallelLinear' object has no attribute "
+        "'weight_scale_inv'\n"
+    )
+    assert rules_alone(text).diagnosis_class == "model_load_error"
+    other = text.replace(
+        "'RowParallelLinear' object has no attribute 'weight_scale_inv'", "'NoneType' object has no attribute 'shape'"
+    )
+    assert rules_alone(other).diagnosis_class != "model_load_error"
+
+
+def test_a_server_answering_a_wrong_path_with_404_is_serving() -> None:
+    text = STARTED + 'INFO:     10.0.0.9:51200 - "POST /chat/completions HTTP/1.1" 404 Not Found\n'
+    assert rules_alone(text).diagnosis_class == "healthy"

@@ -18,6 +18,7 @@ _COLOUR = re.compile(r"(?:\x1b|\^\[|#033)?\[(?:\d{1,3};)*\d{1,3}m")
 _PREFIXES = [
     re.compile(r"[\w.-]+\s+\| "),  # docker compose service column
     re.compile(r"(?:> ?)+(?=\S)"),  # quoted in a bug report
+    re.compile(r"\*\*(?=[A-Za-z])"),  # made bold in a bug report
     re.compile(r"\s*\| "),  # table-style pasting
     re.compile(r"\[?\d{4}-\d\d-\d\dT[\d:.]+Z\]? ?"),  # ISO timestamps of log collectors
     re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+"),  # short collector timestamps
@@ -31,7 +32,7 @@ _PREFIXES = [
         r"\[(?P<severity>[IWEF])\d{4} [\d:.]+ [^\]]*\]\s?"
     ),  # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877]
 ]
-_RECORD_PREFIXES = frozenset({7, 8, 9, 11})  # prefixes that start a new log record
+_RECORD_PREFIXES = frozenset({8, 9, 10, 12})  # prefixes that start a new log record
 _SEVERITY = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
 

@@ -69,6 +69,11 @@ _MODEL_MISSING = re.compile(
     r"Invalid repository ID or local directory|Repo id must|does not exist|[Nn]o such file|not found|[Cc]annot find"
     r"|[Cc]ould not (?:find|load)|is not a (?:local )?(?:folder|directory)"
 )
+# A layer of the model (a torch module) without a tensor the checkpoint or its quantization should have given it.
+_LAYER_WITHOUT_WEIGHT = re.compile(
+    r"'\w*(?:Linear|Embedding|MoE|Experts?|Attention|Norm|Layer|Head|Conv\w*)' object has no attribute "
+    r"'(?P<attribute>\w*(?:weight|scale|bias|zero|qweight|qzeros|g_idx)\w*)'"
+)
 _WEIGHT_NAME = re.compile(r"^'?[\w.]+\.(?:weight|bias|\w*scale\w*)'?")
 # A weight that belongs to a drafter (EAGLE, MTP / NextN layers, a draft model), or one a drafter shares with its
 # target and often leaves out of its checkpoint (the embedding, the LM head).
@@ -156,6 +161,15 @@ def _missing_weight(root: ErrorEvent) -> str | None:
     return match.group(0) if match else None
 
 
+def _layer_without_weight(root: ErrorEvent) -> str | None:
+    """The attribute's name when a model layer lacks a weight, scale or quantization tensor
+    (``AttributeError: 'ColumnParallelLinear' object has no attribute 'input_scale'``), else None."""
+    if root.type is None or not root.type.endswith("AttributeError"):
+        return None
+    match = _LAYER_WITHOUT_WEIGHT.search(root.message)
+    return match.group("attribute") if match else None
+
+
 def speculative_in_use(window: LogWindow) -> bool:
     """The log shows speculative decoding configured or running (its head, bounded, and its tail)."""
     text = window.text
@@ -235,7 +249,7 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.8,
             "a model that cannot be found while the speculative configuration is built: the drafter's path",
         )
-    missing_weight = _missing_weight(root)
+    missing_weight = _missing_weight(root) or _layer_without_weight(root)
     if missing_weight is not None and not _DRAFTER_WEIGHT.search(missing_weight):
         add(
             "model_load_error",
