@@ -38,27 +38,30 @@ ENGINES = pytest.mark.parametrize("engine", ["epoll", "asyncio"])
 @ENGINES
 def test_measured_latencies_reflect_the_injected_delays(engine: str) -> None:
     """Behaviour, not precision: the server cannot answer sooner than its injected delays, so each figure is at
-    least that delay, and within a few times of it (a unit or attribution mistake is off by orders of magnitude).
-    How close the client comes to the server's own send times is measured in docs/benchmarks.md section 4."""
+    least that delay; the upper bounds only catch a wrong unit (a machine busy enough to stretch a stream a
+    hundredfold would time the requests out first). How close the client comes to the server's own send times
+    is measured in docs/benchmarks.md section 4."""
     ttft_ms, itl_ms, tokens = 60.0, 10.0, 20
     stream_ms = ttft_ms + (tokens - 1) * itl_ms
     with fake_server("--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)) as url:
         levels = sweep(url, concurrency=[1, 4], num_prompts=8, output_len=tokens, warmup_requests=1, io_engine=engine)
+        truth = json.loads(asyncio.run(fetch(Endpoint.parse(url), "/timings"))[1])
     for level in levels:
         assert (level.completed, level.failed, level.errors) == (8, 0, [])
         assert level.output_tokens == 8 * tokens and level.token_counts_from == "usage"
         assert level.input_tokens == 8 * 32
         assert level.itl_ms.count == 8 * (tokens - 1) and level.tpot_ms.count == 8
-        assert ttft_ms - 0.5 < level.ttft_ms.median < 5 * ttft_ms, level.ttft_ms
-        assert stream_ms - 0.5 < level.e2e_ms.median < 5 * stream_ms, level.e2e_ms
-        assert 0.0 < level.tpot_ms.median < 5 * itl_ms, level.tpot_ms
+        assert ttft_ms - 0.5 < level.ttft_ms.median <= level.e2e_ms.median < 100 * stream_ms, level
+        assert stream_ms - 0.5 < level.e2e_ms.median, level.e2e_ms
+        assert 0.0 < level.tpot_ms.median < 100 * itl_ms, level.tpot_ms
         # Gaps can shrink when a busy client reads two events at once, but they add up to the stream's length.
-        assert 0.0 <= level.itl_ms.median < 5 * itl_ms, level.itl_ms
+        assert level.itl_ms.median >= 0.0
         assert level.itl_ms.mean * (tokens - 1) <= level.e2e_ms.mean - level.ttft_ms.mean + 1e-6
     single, parallel = levels
-    # 8 requests in series last at least 8 streams; 4 at a time about 2 streams.
-    assert single.duration_seconds > 8 * stream_ms / 1000
-    assert single.duration_seconds > 1.5 * parallel.duration_seconds
+    assert single.duration_seconds > 8 * stream_ms / 1000  # 8 streams one after another
+    # The server's own record of the last level (4 at a time): streams overlapped.
+    spans = [(timing["received"], timing["sent"][-1]) for timing in truth.values() if timing["sent"]]
+    assert max(sum(start <= moment < end for start, end in spans) for moment, _ in spans) >= 2, spans
     assert abs(parallel.request_throughput - 8 / parallel.duration_seconds) < 1e-9
     assert abs(single.output_throughput - single.output_tokens / single.duration_seconds) < 1e-9
 

@@ -63,6 +63,8 @@ def test_outcomes_depend_on_the_attempt_number(tmp_path: Path) -> None:
         "[rules.when]\nattempt = 1\n",
     )
     first = _start(host, tmp_path / "first.log", "--port", "30000")
+    # Stopped only once it has started (and so counted as the first start), then left to hang a moment.
+    assert wait_for(lambda: "Init torch distributed begin" in (tmp_path / "first.log").read_text(), timeout=120)
     time.sleep(1.0)
     assert host.status(*first).alive and "Load weight begin" not in (tmp_path / "first.log").read_text()
     _stop(host, first)

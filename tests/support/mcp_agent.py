@@ -18,6 +18,7 @@ from support.mcp_client import structured, text_of
 from support.sim import free_port
 
 MAX_ATTEMPTS = 6
+MAX_WAITS, WAIT_SECONDS = 3, 60.0
 MANAGED_LOCAL = {"deployment": {"disaggregated": {"managed_local": {"trainer_cuda_visible_devices": ["0"]}}}}
 SINGLE = {"concurrency": [1], "num_prompts": 2}
 LOADED = {"concurrency": [8, 32], "num_prompts": 32}
@@ -53,6 +54,12 @@ class Bring:
             arguments = {"config": config, "name": f"engine-{self.engines}", "poll_seconds": 0.2}
             output = await self.call("launch_engine", {**arguments, "health_every_seconds": 0.5})
             self.live, readiness = output["name"], output["readiness"]
+            for _ in range(MAX_WAITS):  # still starting when the launch's wait ran out (a slow, loaded host): watch on
+                if readiness["outcome"] != "timeout":
+                    break
+                status = await self.call("engine_status", {"name": self.live, "wait_ready_seconds": WAIT_SECONDS})
+                output = {**output, **{key: status[key] for key in ("base_url", "host_base_url")}}
+                readiness = status["readiness"] or readiness
             if readiness["outcome"] == "ready":
                 self.attempts.append(f"{output['name']}: ready")
                 self.host_url = str(output["host_base_url"] or output["base_url"])  # as the host itself sees it

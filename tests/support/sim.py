@@ -205,7 +205,7 @@ def http_post(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[in
 
 
 def wait_healthy(
-    port: int, process: subprocess.Popen[Any] | None = None, timeout: float = 40.0, log: Path | None = None
+    port: int, process: subprocess.Popen[Any] | None = None, timeout: float = 120.0, log: Path | None = None
 ) -> None:
     """Poll /health; the timeout is generous because a loaded test machine slows every start-up."""
     deadline = time.monotonic() + timeout
