@@ -379,3 +379,44 @@ def test_a_model_layer_without_a_quantization_tensor_is_a_load_error() -> None:
 def test_a_server_answering_a_wrong_path_with_404_is_serving() -> None:
     text = STARTED + 'INFO:     10.0.0.9:51200 - "POST /chat/completions HTTP/1.1" 404 Not Found\n'
     assert rules_alone(text).diagnosis_class == "healthy"
+
+
+TORCHRUN_REPORT = (
+    "Traceback (most recent call last):\n"
+    '  File "/env/bin/torchrun", line 8, in <module>\n'
+    '  File "/env/lib/python3.12/site-packages/torch/distributed/run.py", line 901, in main\n'
+    '  File "/env/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 270, in launch_agent\n'
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+)
+
+
+def test_a_launchers_report_of_a_failed_child_points_at_the_child() -> None:
+    """torchrun's own traceback (its frames under torch/distributed/) is not a collective's failure."""
+    killed = (
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 2 (pid: 4242) of "
+        "binary: /env/bin/python\n" + TORCHRUN_REPORT
+    )
+    assert rules_alone(killed).diagnosis_class == "process_killed"
+    child = (
+        "[rank1]: Traceback (most recent call last):\n"
+        '[rank1]:   File "/srv/train.py", line 40, in <module>\n'
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB.\n" + TORCHRUN_REPORT
+    )
+    diagnosis = rules_alone(child)
+    assert diagnosis.diagnosis_class == "cuda_oom"
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.type == "torch.OutOfMemoryError"
+
+
+def test_a_launcher_saying_its_child_returned_minus_nine_reports_a_killed_process() -> None:
+    text = "[2025-03-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['python'] exits with return code = -9\n"
+    assert rules_alone(text).diagnosis_class == "process_killed"
+
+
+def test_nccl_transport_probes_on_a_host_without_infiniband_are_no_failure() -> None:
+    text = (
+        "node7:311:311 [0] misc/ibvwrap.cc:190 NCCL WARN lib wrapper not initialized.\n"
+        "node7:311:311 [0] NCCL INFO transport/net_ib/gdr.cc:48 -> 2\n"
+        "node7:311:311 [0] NCCL INFO Using network Socket\n"
+        "node7:311:311 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
+    )
+    assert rules_alone(text).diagnosis_class == "loading"

@@ -60,7 +60,8 @@ _TABLE: list[tuple[Component, str, str]] = [
     ),
     (
         "distributed",
-        r"/distributed/|pynccl|pyhccl|parallel_state|device_communicators|custom_all_reduce"
+        # torch's launcher (torchrun, elastic) lives under torch/distributed/ too; it only reports its children.
+        r"/distributed/(?!run\.py|elastic/|launcher/)|pynccl|pyhccl|parallel_state|device_communicators|custom_all_reduce"
         r"|libnccl|ProcessGroupNCCL|c10d",
         r"nccl|all_reduce|allreduce|all_gather|broadcast|recv_object|send_object|init_process_group"
         r"|ProcessGroupNCCL|Watchdog",

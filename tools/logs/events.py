@@ -54,6 +54,8 @@ _ECHO = re.compile(
     r"|Engine core initiali[sz]ation failed|Engine process failed to start"
     r"|Server process exited with code|WorkerProc initiali[sz]ation failed"
 )
+# A launcher's report that a child process failed (torch elastic's ChildFailedError): the cause is the child's.
+_LAUNCHER_REPORTS = ("ChildFailedError",)
 _WRAPPED = re.compile(r"""(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
 _FUTURE = re.compile(r"""exception=(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
 _VALIDATION_REASON = re.compile(r"^\s*(?:Value|Assertion|Type) error, (?P<reason>.+)")
@@ -293,7 +295,8 @@ class _Parser:
         self.chain_pending = False
         event.message = self.message(index, (match.group("message") or "").strip())
         wrapped = _WRAPPED.search(event.message)
-        event.echo = bool(_ECHO.search(event.message)) and wrapped is None
+        launcher_report = (event.type or "").endswith(_LAUNCHER_REPORTS)
+        event.echo = (bool(_ECHO.search(event.message)) and wrapped is None) or launcher_report
         if wrapped is not None and event.type in ("RuntimeError", "Exception"):
             event.type, event.message = wrapped.group("type"), wrapped.group("message")
         self.events.append(event)
