@@ -14,25 +14,24 @@ import re
 from dataclasses import dataclass
 
 _COLOUR = re.compile(r"(?:\x1b|\^\[|#033)?\[(?:\d{1,3};)*\d{1,3}m")
-# Each pattern is anchored at the start; group "origin" names the writer when the prefix says so.
-_PREFIXES = [
-    re.compile(r"[\w.-]+\s+\| "),  # docker compose service column
-    re.compile(r"(?:> ?)+(?=\S)"),  # quoted in a bug report
-    re.compile(r"\*\*(?=[A-Za-z])"),  # made bold in a bug report
-    re.compile(r"\s*\| "),  # table-style pasting
-    re.compile(r"\[?\d{4}-\d\d-\d\dT[\d:.]+Z\]? ?"),  # ISO timestamps of log collectors
-    re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+"),  # short collector timestamps
-    re.compile(r"\s*\((?P<origin>[^()]*?pid=\d+[^()]*|raylet)\)\s?"),  # (EngineCore_DP0 pid=1), (raylet)
-    re.compile(r"\[(?P<origin>rank\d+)\]:\s?"),  # torch elastic / c10d rank prefix
-    re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) \d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\]\s?"),
-    re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?P<origin> (?:[A-Z]{2,3}\d+ ?)+)?\]\s?"),  # SGLang
-    re.compile(r"\d{4}-\d\d-\d\d [\d:,.]+ - [\w.]+ - (?P<level>[A-Z]+) - "),  # Python logging format
-    re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [A-Z] \d+ \d+\] [\w.]+:\d+: "),  # Ray's C++ logger
-    re.compile(
-        r"\[(?P<severity>[IWEF])\d{4} [\d:.]+ [^\]]*\]\s?"
-    ),  # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877]
+# Each pattern is anchored at the start; group "origin" names the writer when the prefix says so. The flag
+# marks the log headers that start a new record (a line without one continues the record before it).
+_PREFIXES: list[tuple[re.Pattern[str], bool]] = [
+    (re.compile(r"[\w.-]+\s+\| "), False),  # docker compose service column
+    (re.compile(r"(?:> ?)+(?=\S)"), False),  # quoted in a bug report
+    (re.compile(r"\*\*(?=[A-Za-z])"), False),  # made bold in a bug report
+    (re.compile(r"\s*\| "), False),  # table-style pasting
+    (re.compile(r"\[?\d{4}-\d\d-\d\dT[\d:.]+Z\]? ?"), False),  # ISO timestamps of log collectors
+    (re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+"), False),  # short collector timestamps
+    (re.compile(r"\s*\((?P<origin>[^()]*?pid=\d+[^()]*|raylet)\)\s?"), False),  # (EngineCore_DP0 pid=1), (raylet)
+    (re.compile(r"\[(?P<origin>rank\d+)\]:\s?"), False),  # torch elastic / c10d rank prefix
+    (re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) \d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\]\s?"), True),
+    (re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?P<origin> (?:[A-Z]{2,3}\d+ ?)+)?\]\s?"), True),  # SGLang
+    (re.compile(r"\d{4}-\d\d-\d\d [\d:,.]+ - [\w.]+ - (?P<level>[A-Z]+) - "), True),  # Python logging format
+    (re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [A-Z] \d+ \d+\] [\w.]+:\d+: "), False),  # Ray's C++ logger
+    # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877]
+    (re.compile(r"\[(?P<severity>[IWEF])\d{4} [\d:.]+ [^\]]*\]\s?"), True),
 ]
-_RECORD_PREFIXES = frozenset({8, 9, 10, 12})  # prefixes that start a new log record
 _SEVERITY = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
 
@@ -51,7 +50,7 @@ def split_line(line: str) -> LineParts:
     level: str | None = None
     record_start = False
     for _ in range(8):
-        for position, pattern in enumerate(_PREFIXES):
+        for pattern, starts_record in _PREFIXES:
             match = pattern.match(text)
             if match is None or match.end() == 0:
                 continue
@@ -62,7 +61,7 @@ def split_line(line: str) -> LineParts:
                 level = groups["level"]
             elif groups.get("severity"):
                 level = _SEVERITY[groups["severity"]]
-            record_start = record_start or position in _RECORD_PREFIXES
+            record_start = record_start or starts_record
             text = text[match.end() :]
             break
         else:
