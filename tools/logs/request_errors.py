@@ -41,6 +41,8 @@ def request_errors(events: LogEvents, ready: int) -> list[ErrorEvent]:
 
 def without(events: LogEvents, dropped: list[ErrorEvent]) -> LogEvents:
     """The events less ``dropped`` (the log still ends in a traceback only when a kept event ends it)."""
+    if not dropped:
+        return events
     kept = [event for event in events.events if all(event is not other for other in dropped)]
     ends = events.ends_in_traceback and bool(kept) and kept[-1] is events.events[-1]
     return LogEvents(kept, events.source_lines, ends)
