@@ -59,9 +59,9 @@ class Cluster:
 
     def restart_sshd(self, index: int, new_host_key: bool = False) -> None:
         """Restart one node's server, optionally with a newly generated host key (a reinstalled machine)."""
-        sshd.stop(self.sshd_pids[index], self.node_dir(index))
-        time.sleep(0.2)
         directory = self.node_dir(index)
+        sshd.stop(self.sshd_pids[index], directory)
+        time.sleep(0.2)
         if new_host_key:
             for name in ("host_key", "host_key.pub"):
                 (directory / name).unlink(missing_ok=True)
