@@ -12,9 +12,10 @@ from pathlib import Path
 from support.cli import run_agent
 
 from tools.logs.calibration import Band, Calibration
+from tools.logs.components import frame_component
 from tools.logs.decide import decide
 from tools.logs.diagnose import DiagnosisHints, diagnose_text
-from tools.logs.events import parse_events
+from tools.logs.events import Frame, parse_events
 from tools.logs.evidence import Evidence
 from tools.logs.prefixes import split_line
 
@@ -82,6 +83,18 @@ def test_per_rank_crash_names_the_failing_component() -> None:
     assert root is not None and root.kind == "crash" and root.origin == "RayWorkerWrapper pid=24036"
     assert root.component == "distributed" and root.frames[0].function == "ncclAllReduce"
     assert diagnosis.diagnosis_class == "nccl_error"
+
+
+def test_cuda_graph_capture_is_named_by_its_own_functions_not_by_any_capture() -> None:
+    capturing = [
+        Frame("/env/sglang/srt/model_executor/cuda_graph_runner.py", 300, "capture_one_batch_size"),
+        Frame("/env/vllm/v1/worker/gpu_model_runner.py", 2000, "capture_model"),
+        Frame("/env/vllm/v1/worker/gpu_model_runner.py", 2100, "_capture_cudagraphs"),
+        Frame("/env/torch/cuda/graphs.py", 80, "capture_end"),
+    ]
+    assert [frame_component(frame) for frame in capturing] == ["cuda_graph"] * 4
+    assert frame_component(Frame("/env/uvicorn/server.py", 328, "capture_signals")) == "http_server"
+    assert frame_component(Frame("/env/app/logs.py", 10, "capture_output")) is None
 
 
 def test_a_shape_error_in_speculative_code_is_a_spec_decode_problem() -> None:

@@ -420,3 +420,47 @@ def test_nccl_transport_probes_on_a_host_without_infiniband_are_no_failure() -> 
         "node7:311:311 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
     )
     assert rules_alone(text).diagnosis_class == "loading"
+
+
+CTRL_C_UVICORN = (
+    "Traceback (most recent call last):\n"
+    '  File "/env/lib/python3.11/site-packages/uvicorn/server.py", line 68, in serve\n'
+    "    with self.capture_signals():\n"
+    '  File "/env/lib/python3.11/site-packages/uvicorn/server.py", line 328, in capture_signals\n'
+    "    signal.raise_signal(captured_signal)\n"
+    "KeyboardInterrupt\n"
+)
+
+
+def test_an_operators_ctrl_c_after_serving_is_a_stop_not_a_failure() -> None:
+    text = (
+        STARTED
+        + "INFO:     Application startup complete.\n"
+        + "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
+        + 'INFO:     10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        + "^CINFO:     Shutting down\n"
+        + "INFO:     Application shutdown complete.\n"
+        + CTRL_C_UVICORN
+        + "During handling of the above exception, another exception occurred:\n"
+        + "Traceback (most recent call last):\n"
+        + '  File "/env/lib/python3.11/asyncio/runners.py", line 123, in run\n'
+        + "asyncio.exceptions.CancelledError\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "stopped", diagnosis.summary
+    assert diagnosis.root_cause is None
+
+
+def test_a_ctrl_c_that_interrupts_a_stuck_collective_shows_the_hang() -> None:
+    text = (
+        STARTED
+        + "INFO 05-01 10:00:09 [pynccl.py:1] vLLM is using nccl==2.21.5\n"
+        + "^CTraceback (most recent call last):\n"
+        + '  File "/env/lib/python3.11/site-packages/vllm/distributed/parallel_state.py", line 900, in init\n'
+        + "    self.all_reduce(data)\n"
+        + '  File "/env/lib/python3.11/site-packages/vllm/distributed/device_communicators/pynccl.py", line 120, in '
+        + "all_reduce\n"
+        + "    self.nccl.ncclAllReduce(buffer)\n"
+        + "KeyboardInterrupt\n"
+    )
+    assert rules_alone(text).diagnosis_class == "nccl_hang"

@@ -38,7 +38,10 @@ _TABLE: list[tuple[Component, str, str]] = [
     (
         "cuda_graph",
         r"cuda_graph_runner|torch/cuda/graphs\.py|cudagraph|graph_runner",
-        r"^(?:capture\w*|_capture_cudagraphs|init_cuda_graphs|init_device_graphs)$",
+        # Capture functions by name only: other libraries have "capture_*" functions too (uvicorn's
+        # capture_signals, which every Ctrl-C of an API server passes through).
+        r"^(?:capture(?:_model|_one_batch_size|_begin|_end)?|_?capture_\w*graphs?\w*|\w*cuda_?graphs?\w*"
+        r"|init_device_graphs)$",
     ),
     (
         "speculative",

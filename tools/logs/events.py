@@ -118,6 +118,7 @@ class _Parser:
         self.block: _Block | None = None
         self.chain_pending = False
         self.last_event_line = -1
+        self.interrupted = False  # the last exception was an interrupt, or raised while handling one
 
     def run(self) -> LogEvents:
         for index, line in enumerate(self.lines):
@@ -299,6 +300,12 @@ class _Parser:
         event.echo = (bool(_ECHO.search(event.message)) and wrapped is None) or launcher_report
         if wrapped is not None and event.type in ("RuntimeError", "Exception"):
             event.type, event.message = wrapped.group("type"), wrapped.group("message")
+        interrupted = (event.type or "").rsplit(".", 1)[-1] == "KeyboardInterrupt"
+        if interrupted:  # the operator's Ctrl-C: its stack shows where the process was, not what failed
+            event.kind = "stack_dump"
+        elif event.chained and self.interrupted:  # raised while unwinding after the Ctrl-C
+            event.echo = True
+        self.interrupted = interrupted or (event.chained and self.interrupted)
         self.events.append(event)
         self.last_event_line = index
 
