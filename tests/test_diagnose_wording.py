@@ -464,3 +464,19 @@ def test_a_ctrl_c_that_interrupts_a_stuck_collective_shows_the_hang() -> None:
         + "KeyboardInterrupt\n"
     )
     assert rules_alone(text).diagnosis_class == "nccl_hang"
+
+
+NCCL_TESTS_RUN = (
+    "#  Rank  0 Group  0 Pid   4100 on    gpu-a device  0 [0x18] NVIDIA A100-SXM4-80GB\n"
+    "gpu-a:4100:4100 [0] NCCL INFO Bootstrap : Using ens5:10.1.2.3<0>\n"
+    "gpu-a:4100:4107 [0] NCCL INFO comm 0x7f rank 0 nranks 4 cudaDev 0 busId 18000 commId 0x1 - Init COMPLETE\n"
+    "   268435456      67108864     float     sum      -1   2900.1   92.56  138.84  {wrong}   2899.0   92.60  138.90  "
+    "{wrong}\n"
+    "# Out of bounds values : {count}\n"
+    "# Avg bus bandwidth    : 121.0042\n"
+)
+
+
+def test_a_finished_nccl_tests_run_is_healthy_unless_it_found_wrong_results() -> None:
+    assert rules_alone(NCCL_TESTS_RUN.format(wrong=0, count="0 OK")).diagnosis_class == "healthy"
+    assert rules_alone(NCCL_TESTS_RUN.format(wrong=3, count="6 FAILED")).diagnosis_class == "nccl_error"
