@@ -480,3 +480,67 @@ NCCL_TESTS_RUN = (
 def test_a_finished_nccl_tests_run_is_healthy_unless_it_found_wrong_results() -> None:
     assert rules_alone(NCCL_TESTS_RUN.format(wrong=0, count="0 OK")).diagnosis_class == "healthy"
     assert rules_alone(NCCL_TESTS_RUN.format(wrong=3, count="6 FAILED")).diagnosis_class == "nccl_error"
+
+
+VLLM_SERVING = (
+    "(APIServer pid=300) INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+    "(APIServer pid=300) INFO 05-01 10:02:00 [api_server.py:2] Starting vLLM API server 0 on http://0.0.0.0:9000\n"
+    '(APIServer pid=300) INFO:     10.0.0.7:5100 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+)
+
+
+def test_a_failing_site_hook_is_not_the_programs_failure() -> None:
+    text = (
+        "Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
+        "ModuleNotFoundError: No module named 'telemetry_shim'\n"
+        + VLLM_SERVING.split("\n")[2]  # serving; the ready line is not in the excerpt
+        + "\n(EngineCore pid=301) INFO 05-01 11:00:00 [core.py:9] [shutdown] EngineCore: trigger received "
+        "signal=SIGTERM\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "stopped", diagnosis.summary
+    assert diagnosis.root_cause is None
+
+
+def test_vllms_report_of_the_port_owner_at_shutdown_is_not_a_new_launch() -> None:
+    text = (
+        VLLM_SERVING + "(APIServer pid=300) WARNING 05-01 11:00:00 [launcher.py:98] port 9000 is used by process "
+        "psutil.Process(pid=300, name='vllm', status='running') launched with command:\n"
+        "(APIServer pid=300) WARNING 05-01 11:00:00 [launcher.py:98] /env/bin/vllm serve /models/m --port 9000\n"
+        "(APIServer pid=300) INFO 05-01 11:00:00 [launcher.py:101] Shutting down FastAPI HTTP server.\n"
+    )
+    assert rules_alone(text).diagnosis_class == "stopped"
+
+
+def test_what_follows_an_operators_sigterm_is_the_stops_consequence() -> None:
+    text = (
+        "[2026-03-01 10:00:00] The server is fired up and ready to roll!\n"
+        '[2026-03-01 10:00:05] INFO:     127.0.0.1:4000 - "POST /generate HTTP/1.1" 200 OK\n'
+        "[2026-03-01 11:00:00] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"
+        "[2026-03-01 11:00:00] Subprocess scheduler_0 (pid=77) crashed with exit code -15. Triggering SIGQUIT.\n"
+        "[2026-03-01 11:00:00] SIGQUIT received. signum=None, frame=None. It usually means one child failed.\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "stopped", diagnosis.summary
+    crashed_first = text.replace("11:00:00] SIGTERM", "11:00:01] SIGTERM").split("\n")
+    crashed_first.insert(2, crashed_first.pop(3))  # the child dies before the operator's signal
+    assert rules_alone("\n".join(crashed_first)).diagnosis_class not in ("stopped", "healthy")
+
+
+def test_a_file_failing_its_integrity_check_is_a_model_files_problem() -> None:
+    text = STARTED + "tiktoken_ext.TiktokenError: invalid bpe vocab file: hash mismatch: computed=aa, expected=bb\n"
+    assert rules_alone(text).diagnosis_class == "model_load_error"
+
+
+CLEANUP = (
+    "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: There appear to be "
+    "2 leaked semaphore objects to clean up at shutdown\n"
+    "  warnings.warn('resource_tracker: There appear to be %d '\n"
+)
+
+
+def test_a_start_up_that_ends_in_silence_and_exit_time_cleanup_was_killed() -> None:
+    loading = STARTED + "INFO 05-01 10:00:20 [gpu_model_runner.py:1] Loading weights took 12.00 seconds\n"
+    assert rules_alone(loading).diagnosis_class == "loading"
+    assert rules_alone(loading + CLEANUP).diagnosis_class == "process_killed"
+    assert rules_alone(loading + "^C" + CLEANUP).diagnosis_class != "process_killed"  # the operator ended it

@@ -45,7 +45,7 @@ from tools.logs.hints import engine_hints
 from tools.logs.kernel import kernel_evidence
 from tools.logs.learned import LearnedModel, load_model
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
-from tools.logs.lifecycle import no_failure_decision, supervisor_exit
+from tools.logs.lifecycle import no_failure_decision, operator_stop, supervisor_exit
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
 from tools.logs.request_errors import answered_before_errors, request_errors, without
@@ -191,8 +191,16 @@ class Diagnoser:
         failed_requests = [] if ready is None or exited else request_errors(events, ready)
         events = without(events, failed_requests)
         root = root_cause(events, start)
+        stop = operator_stop(window, ready)
+        if stop is not None and root is not None and root.first_index > stop:
+            root = None
+        found = [
+            item
+            for item in self._evidence(events, root, start)
+            if stop is None or item.index is None or item.index < stop
+        ]
         calibration = load_calibration()
-        decision = decide(self._evidence(events, root, start), calibration, window.numbers)
+        decision = decide(found, calibration, window.numbers)
         age = self.hints.seconds_since_output if self.hints.seconds_since_output is not None else log_age_seconds
         if decision is None:
             decision = no_failure_decision(window, self.library, self.hints, ready, age, calibration)

@@ -46,6 +46,9 @@ _NATIVE_CHECK = re.compile(
     r"Failed[:,] (?:(?P<kind>Cuda|CUDA|NCCL|MPI) error )?(?P<path>[\w./-]+\.(?:cuh?|cpp|cc|hpp|h)):(?P<line>\d+)"
     r" '(?P<message>[^']*)'"
 )
+# CPython reports an exception in a site hook on two lines and carries on ("Error in sitecustomize; set
+# PYTHONVERBOSE for traceback:" then the exception): not a failure of the program.
+_STARTUP_HOOK = re.compile(r"Error in (?:site|user)customize; set PYTHONVERBOSE for traceback:")
 _CHAIN = re.compile(r"^During handling of the above exception|^The above exception was the direct cause")
 _CARET = re.compile(r"^\s*[\^~]+\s*$")
 _TRAILING_PUNCTUATION = re.compile(r"[\s,:;.-]+$")
@@ -229,6 +232,8 @@ class _Parser:
         match = _EXCEPTION.match(parts.text.strip())
         if match is None:
             return False
+        if self.block is None and index > 0 and _STARTUP_HOOK.match(split_line(self.lines[index - 1]).text):
+            return True  # the interpreter reports a failed start-up hook and runs on
         self.finish_exception(index, parts.origin, match)
         return True
 

@@ -46,7 +46,13 @@ _SEVERAL_RANKS = re.compile(
     r"|\bTP[1-9]\d*\b|\brank[= ][1-9]\d*\b|\bRANK [1-9]|\bDP[1-9]\d* TP\d"
 )
 # The engine saying it received an operator's interrupt or termination signal.
-_OPERATOR_SIGNAL = re.compile(r"received signal=?\s*SIG(?:INT|TERM)|[Rr]eceived SIG(?:INT|TERM)|\^C|KeyboardInterrupt")
+_OPERATOR_SIGNAL = re.compile(
+    r"received signal=?\s*SIG(?:INT|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
+    r"|\^C|KeyboardInterrupt"
+)
+# Python's multiprocessing resource tracker, left behind when the processes it served end without cleaning up.
+_EXIT_CLEANUP = re.compile(r"resource_tracker: There appear to be \d+ leaked")
+_CLEANUP_LINES = 4
 # Kernels built just in time (FlashInfer without prebuilt kernels, a torch extension, ninja).
 _JIT_BUILD = re.compile(r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?)|Compiling kernels?|ninja -v")
 _SEVERAL_NODES = re.compile(
@@ -94,6 +100,19 @@ def no_failure_decision(
             0.85,
             shutdown,
             f"The engine was ready and then shut down in order{code}, as on a stop request; no failure came first.",
+            [],
+            library,
+        )
+    vanished = _vanished(window) if ready is None and hints.exit_code is None else None
+    if vanished is not None:
+        return _decision(
+            calibration,
+            "process_killed",
+            0.55,
+            vanished,
+            f"The process ended during start-up ({phase.phase.replace('_', ' ')}) without a traceback or an error: "
+            "only the interpreter's exit-time cleanup warning follows, as when the OS kills a process (out of host "
+            "memory).",
             [],
             library,
         )
@@ -257,6 +276,18 @@ def no_failure_decision(
     )
 
 
+def _vanished(window: LogWindow) -> int | None:
+    """The line of the multiprocessing resource tracker's exit-time warning when it is among the log's last
+    lines: the tracker prints it once the processes it served are gone, so the program ended there."""
+    last = len(window.lines)
+    if any(_OPERATOR_SIGNAL.search(line) for line in window.lines):
+        return None  # an interrupted start-up: the operator ended it
+    for index in range(max(last - _CLEANUP_LINES, 0), last):
+        if _EXIT_CLEANUP.search(window.lines[index]):
+            return index
+    return None
+
+
 def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
     """Index of the first shutdown line after the ready line, or after an operator's signal the engine reported
     before it was ready; None when there is no such shutdown."""
@@ -266,9 +297,21 @@ def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | 
             return None
         ready = signalled - 1
     for index in range(ready + 1, len(window.lines)):
-        if any(line.regex.search(window.lines[index]) for line in library.shutdown):
+        line = window.lines[index]
+        if _OPERATOR_SIGNAL.search(line) or any(shutdown.regex.search(line) for shutdown in library.shutdown):
             return index
     return None
+
+
+def operator_stop(window: LogWindow, ready: int | None) -> int | None:
+    """The first line after ``ready`` where the engine reports an operator's interrupt or termination signal;
+    None before ready or without one. What the engine reports after it (children ended by the same signal,
+    requests cut off) is the stop's consequence, not a failure."""
+    if ready is None:
+        return None
+    return next(
+        (index for index in range(ready + 1, len(window.lines)) if _OPERATOR_SIGNAL.search(window.lines[index])), None
+    )
 
 
 def supervisor_exit(window: LogWindow) -> int | None:

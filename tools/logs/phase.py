@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tools.logs.library import SignatureLibrary
+from tools.logs.prefixes import split_line
 from tools.logs.window import LogWindow
 
 Phase = Literal[
@@ -71,14 +72,21 @@ def last_phase(window: LogWindow, library: SignatureLibrary, before: int | None 
     size = _TAIL_CHARS
     while True:
         start = max(len(text) - size, 0)
-        last = None
-        for last in regex.finditer(text, start):  # noqa: B007 - only the final match is wanted
-            pass
-        if last is not None:
-            return PhaseSeen(_stage(library, last), window.line_index_at(last.start()))
+        for match in reversed(list(regex.finditer(text, start))):
+            stage = _stage(library, match)
+            index = window.line_index_at(match.start())
+            if stage == "launch" and _quoted(window.lines[index]):
+                continue
+            return PhaseSeen(stage, index)
         if start == 0:
             return PhaseSeen("not_started", None)
         size *= 8
+
+
+def _quoted(line: str) -> bool:
+    """A launch command inside a warning or error: the engine quoting a command line (vLLM names the process
+    holding its port as it shuts down), not a new start."""
+    return split_line(line).level in ("WARNING", "WARN", "ERROR", "CRITICAL")
 
 
 def reached(phase: Phase, at_least: Phase) -> bool:

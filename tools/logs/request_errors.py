@@ -22,7 +22,7 @@ _ENGINE_GONE = re.compile(r"Dead|[Ee]ngine ?[Cc]ore|died|shut ?down|[Cc]onnectio
 
 def answered_before_errors(window: LogWindow, library: SignatureLibrary, events: LogEvents) -> int | None:
     """The line of an answered request (or another serving milestone) before the first error, or None."""
-    first_error = min((event.first_index for event in events.real()), default=None)
+    first_error = min((event.first_index for event in events.real() if event.kind != "stack_dump"), default=None)
     seen = last_phase(window, library, before=first_error)
     return seen.index if seen.phase == "serving" else None
 
