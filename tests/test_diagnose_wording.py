@@ -544,3 +544,72 @@ def test_a_start_up_that_ends_in_silence_and_exit_time_cleanup_was_killed() -> N
     assert rules_alone(loading).diagnosis_class == "loading"
     assert rules_alone(loading + CLEANUP).diagnosis_class == "process_killed"
     assert rules_alone(loading + "^C" + CLEANUP).diagnosis_class != "process_killed"  # the operator ended it
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=881.0. Some of the step tasks have been OOM "
+            "Killed.",
+            "process_killed",
+        ),
+        (
+            "[W301 10:00:00.1 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to host 10.0.0.9:29500 - "
+            "retrying (try=3, timeout=600000ms, delay=1200ms): Connection refused",
+            "nccl_error",
+        ),
+        ("/build/nvshmem/src/host/topo/topo.cpp:469: [GPU 3] Peer GPU 12 is not accessible, exiting ...", "nccl_error"),
+        (
+            "WARNING 05-01 10:00:01 [ray_utils.py:342] The number of required GPUs exceeds the total number of "
+            "available GPUs in the placement group.",
+            "config_error",
+        ),
+    ],
+)
+def test_the_schedulers_and_transports_around_the_engine_speak_for_their_class(line: str, expected: str) -> None:
+    assert rules_alone(STARTED + line + "\n").diagnosis_class == expected
+
+
+def test_nccls_own_record_of_collectives_in_progress_is_a_working_job() -> None:
+    text = (
+        "gpu-b:900:900 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 3b000 commId 0x7 - Init COMPLETE\n"
+        "gpu-b:900:900 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 64 datatype 7 op 0 root 0\n"
+        "gpu-b:900:900 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x1 recvbuff 0x1 count 64 datatype 7 op 0 root 0\n"
+    )
+    assert rules_alone(text).diagnosis_class == "healthy"
+    assert rules_alone(text.rsplit("gpu-b", 1)[0]).diagnosis_class == "loading"  # only the first collective issued
+
+
+FAULT_HANDLER = (
+    "CUDA error (csrc/decode/splitkv_kernel.cu:212): an illegal memory access was encountered\n"
+    "Fatal Python error: {signal}\n\n"
+    "Thread 0x00007f01 (most recent call first):\n"
+    '  File "/env/lib/python3.12/threading.py", line 359 in wait\n'
+    '  File "/env/lib/python3.12/site-packages/tqdm/_monitor.py", line 60 in run\n\n'
+    "Current thread 0x00007f02 (most recent call first):\n"
+    '  File "/env/lib/python3.12/site-packages/torch/_ops.py", line 829 in __call__\n'
+    '  File "/srv/sglang/srt/layers/attention/mla_backend.py", line 400 in forward_decode\n'
+    '  File "/srv/sglang/srt/model_executor/model_runner.py", line 900 in forward\n'
+)
+
+
+def test_a_fatal_error_is_read_from_the_crashing_threads_stack() -> None:
+    aborted = rules_alone(STARTED + FAULT_HANDLER.format(signal="Aborted"))
+    assert aborted.root_cause is not None and aborted.root_cause.component == "attention"
+    assert aborted.diagnosis_class == "attention_backend_error"
+    segfault = rules_alone(STARTED + FAULT_HANDLER.format(signal="Segmentation fault"))
+    assert segfault.diagnosis_class == "process_killed"  # a host-side fault, not a kernel's failed check
+
+
+def test_a_c10_errors_backtrace_is_not_a_thread_caught_waiting() -> None:
+    text = (
+        STARTED
+        + "INFO 05-01 10:00:05 [pynccl.py:1] vLLM is using nccl==2.21.5\n"
+        + '[rank1]:[W301 10:00:09.1 ProcessGroupNCCL.cpp:1771] Failed to check the "should dump" flag on TCPStore\n'
+        + "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:679 (most recent call "
+        "first):\n"
+        + "frame #0: c10d::TCPStore::check(std::vector<std::string> const&) + 0x3c8 (0x7f in libtorch_cpu.so)\n"
+        + "frame #1: c10d::ProcessGroupNCCL::HeartbeatMonitor::runLoop() + 0x3c8 (0x7f in libtorch_cuda.so)\n"
+    )
+    assert rules_alone(text).diagnosis_class != "nccl_hang"

@@ -16,7 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tools.logs.frames import Frame, is_live_dump_frame, parse_frame
 from tools.logs.prefixes import LineParts, split_line
+
+__all__ = ["ErrorEvent", "EventKind", "Frame", "LogEvents", "parse_events"]
 
 EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
@@ -24,11 +27,6 @@ _INTERESTING = re.compile(
     r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
     r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] "
 )
-_PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>\d+),? in (?P<function>[\w<>.]+)')
-# A frame whose "line N, in function" part was wrapped onto a later line when the log was pasted.
-_WRAPPED_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+\.py)["”],?\s*$')
-_SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?P<line>\d+)\)\s*$")
-_NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|KeyError)"
     r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*)(?::\s?(?P<message>.*))?$"
@@ -68,14 +66,6 @@ _CRASH_PREAMBLE = 20  # lines between a signal report and its Python stack
 
 
 @dataclass
-class Frame:
-    path: str
-    line: int | None
-    function: str
-    index: int = -1  # line of the frame in the window
-
-
-@dataclass
 class ErrorEvent:
     kind: EventKind
     first_index: int  # first line of the event
@@ -87,6 +77,7 @@ class ErrorEvent:
     chained: bool = False  # raised while handling the event before it
     echo: bool = False  # a consequence that points elsewhere ("see root cause above")
     idle: bool = False  # a stack dump of a thread that was only waiting
+    current_thread: bool = False  # the fault handler's "Current thread" stack: the thread that crashed
 
 
 @dataclass
@@ -109,6 +100,7 @@ class _Block:
     frames: list[Frame] = field(default_factory=list)
     since_frame: int = 0  # non-frame lines seen since the last frame
     idle: bool = False
+    current_thread: bool = False
     type: str | None = None
     message: str = ""
 
@@ -129,6 +121,7 @@ class _Parser:
                 continue
             self.feed(index, line)
         self.close(len(self.lines))
+        _crashes_take_the_current_thread(self.events)
         last = len(self.lines) - 1
         while last >= 0 and not self.lines[last].strip():
             last -= 1
@@ -150,11 +143,11 @@ class _Parser:
             self.on_other(index, parts.text)
 
     def on_frame(self, index: int, parts: LineParts) -> bool:
-        frame, innermost_first = _frame(parts.text)
+        frame, innermost_first = parse_frame(parts.text)
         if frame is None:
             return False
         if self.block is None:  # a fragment without its header; py-spy frames come from a live dump
-            kind: EventKind = "stack_dump" if _SPY_FRAME.match(parts.text) else "truncated"
+            kind: EventKind = "stack_dump" if is_live_dump_frame(parts.text) else "truncated"
             self.block = self.open(index, parts.origin, kind=kind, innermost_first=innermost_first)
         frame.index = index
         self.block.frames.append(frame)
@@ -179,7 +172,10 @@ class _Parser:
             self.close(index)
             block = self.block = self.open(index, parts.origin, kind="stack_dump", innermost_first=True)
         block.innermost_first = True
-        block.idle = "(idle)" in parts.text
+        # c10's "Exception raised from F at P:L (most recent call first):" is the backtrace of an error it
+        # reports, not a thread caught waiting.
+        block.idle = "(idle)" in parts.text or parts.text.lstrip().startswith("Exception raised from")
+        block.current_thread = parts.text.lstrip().startswith("Current thread")
         return True
 
     def on_chain(self, index: int, parts: LineParts) -> bool:
@@ -326,7 +322,7 @@ class _Parser:
             if (
                 _blank(text)
                 or parts.level != level
-                or _frame(text)[0] is not None
+                or parse_frame(text)[0] is not None
                 or "Traceback" in text
                 or _CHAIN.search(text)
                 or _EXCEPTION.match(text.strip())
@@ -359,29 +355,29 @@ class _Parser:
                 chained=block.chained,
                 echo=bool(_ECHO.search(block.message)),
                 idle=block.idle,
+                current_thread=block.current_thread,
             )
         )
         self.last_event_line = index - 1 - block.since_frame
 
 
+def _crashes_take_the_current_thread(events: list[ErrorEvent]) -> None:
+    """Python's fault handler lists every thread after a fatal error, the crashing one as "Current thread"
+    (often after idle helper threads): that stack, not the first one listed, is the crash's."""
+    for position, event in enumerate(events):
+        if event.kind != "crash":
+            continue
+        for later in events[position + 1 :]:
+            if later.kind != "stack_dump":
+                break
+            if later.current_thread:
+                event.frames, later.idle = later.frames, True
+                break
+
+
 def _blank(text: str) -> bool:
     """Empty once the quoting of a bug report (``>``) is taken away."""
     return not text.strip(" \t>|")
-
-
-def _frame(text: str) -> tuple[Frame | None, bool]:
-    """A stack frame on this line and whether its listing runs innermost first."""
-    match = _PY_FRAME.match(text)
-    if match is not None:
-        return Frame(match.group("path"), int(match.group("line")), match.group("function")), False
-    match = _WRAPPED_FRAME.match(text)
-    if match is not None:
-        return Frame(match.group("path"), None, "?"), False
-    match = _SPY_FRAME.match(text) or _NATIVE_FRAME.match(text)
-    if match is not None:
-        line = match.groupdict().get("line")
-        return Frame(match.group("path"), int(line) if line else None, match.group("function")), True
-    return None, False
 
 
 def parse_events(lines: list[str]) -> LogEvents:

@@ -115,6 +115,9 @@ _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
 
 def _component_class(root: ErrorEvent, component: str | None) -> tuple[DiagnosisClass, float] | None:
     if root.kind == "crash":
+        if component == "attention" and "Abort" in root.message:
+            # An abort after a failed check (a CUDA error the kernel reported), not a host-side segfault.
+            return ("attention_backend_error", 0.7)
         return _COMPONENT_CLASS[component] if component in _CRASH_COMPONENTS else None
     if component == "quantization" and _NOT_SUPPORTED.search(root.message):
         return ("unsupported_arch", 0.7)

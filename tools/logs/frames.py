@@ -1,0 +1,41 @@
+"""Stack frame lines of the tracebacks and stack dumps engines print: Python's ``File "...", line N, in f``
+(also wrapped onto two lines by a paste), py-spy's ``f (path.py:N)`` and c10's native ``frame #N: ...``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>\d+),? in (?P<function>[\w<>.]+)')
+# A frame whose "line N, in function" part was wrapped onto a later line when the log was pasted.
+_WRAPPED_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+\.py)["”],?\s*$')
+_SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?P<line>\d+)\)\s*$")
+_NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
+
+
+@dataclass
+class Frame:
+    path: str
+    line: int | None
+    function: str
+    index: int = -1  # line of the frame in the window
+
+
+def parse_frame(text: str) -> tuple[Frame | None, bool]:
+    """A stack frame on this line and whether its listing runs innermost first."""
+    match = _PY_FRAME.match(text)
+    if match is not None:
+        return Frame(match.group("path"), int(match.group("line")), match.group("function")), False
+    match = _WRAPPED_FRAME.match(text)
+    if match is not None:
+        return Frame(match.group("path"), None, "?"), False
+    match = _SPY_FRAME.match(text) or _NATIVE_FRAME.match(text)
+    if match is not None:
+        line = match.groupdict().get("line")
+        return Frame(match.group("path"), int(line) if line else None, match.group("function")), True
+    return None, False
+
+
+def is_live_dump_frame(text: str) -> bool:
+    """A py-spy frame: it comes from a dump of a live process, never from an exception's traceback."""
+    return _SPY_FRAME.match(text) is not None
