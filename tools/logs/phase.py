@@ -72,12 +72,14 @@ def last_phase(window: LogWindow, library: SignatureLibrary, before: int | None 
     size = _TAIL_CHARS
     while True:
         start = max(len(text) - size, 0)
-        for match in reversed(list(regex.finditer(text, start))):
+        last: tuple[Phase, int] | None = None  # stage and position of the latest milestone
+        for match in regex.finditer(text, start):
             stage = _stage(library, match)
-            index = window.line_index_at(match.start())
-            if stage == "launch" and _quoted(window.lines[index]):
+            if stage == "launch" and _quoted(window.lines[window.line_index_at(match.start())]):
                 continue
-            return PhaseSeen(stage, index)
+            last = (stage, match.start())
+        if last is not None:
+            return PhaseSeen(last[0], window.line_index_at(last[1]))
         if start == 0:
             return PhaseSeen("not_started", None)
         size *= 8
