@@ -613,3 +613,15 @@ def test_a_c10_errors_backtrace_is_not_a_thread_caught_waiting() -> None:
         + "frame #1: c10d::ProcessGroupNCCL::HeartbeatMonitor::runLoop() + 0x3c8 (0x7f in libtorch_cuda.so)\n"
     )
     assert rules_alone(text).diagnosis_class != "nccl_hang"
+
+
+def test_a_shell_reporting_its_job_killed_or_terminated_says_how_the_engine_ended() -> None:
+    serving = STARTED + 'INFO:     10.0.0.7:5100 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    killed = rules_alone(serving + "./serve.sh: line 40: 9191 Killed                  vllm serve /models/m\n")
+    assert killed.diagnosis_class == "process_killed"
+    assert (
+        rules_alone(serving + "[2]-  Killed                  vllm serve /models/m\n").diagnosis_class
+        == "process_killed"
+    )
+    terminated = rules_alone(serving + "./serve.sh: line 40: 9191 Terminated              vllm serve /models/m\n")
+    assert terminated.diagnosis_class == "stopped"

@@ -48,7 +48,7 @@ _SEVERAL_RANKS = re.compile(
 # The engine saying it received an operator's interrupt or termination signal.
 _OPERATOR_SIGNAL = re.compile(
     r"received signal=?\s*SIG(?:INT|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
-    r"|\^C|KeyboardInterrupt"
+    r"|\^C|KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
 )
 # Python's multiprocessing resource tracker, left behind when the processes it served end without cleaning up.
 _EXIT_CLEANUP = re.compile(r"resource_tracker: There appear to be \d+ leaked")
