@@ -50,6 +50,8 @@ _OPERATOR_SIGNAL = re.compile(
     r"received signal=?\s*SIG(?:INT|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
     r"|\^C|KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
 )
+# Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
+_SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated")
 # Python's multiprocessing resource tracker, left behind when the processes it served end without cleaning up.
 _EXIT_CLEANUP = re.compile(r"resource_tracker: There appear to be \d+ leaked")
 _CLEANUP_LINES = 4
@@ -280,7 +282,7 @@ def _vanished(window: LogWindow) -> int | None:
     """The line of the multiprocessing resource tracker's exit-time warning when it is among the log's last
     lines: the tracker prints it once the processes it served are gone, so the program ended there."""
     last = len(window.lines)
-    if any(_OPERATOR_SIGNAL.search(line) for line in window.lines):
+    if _first_signal(window, 0) is not None:
         return None  # an interrupted start-up: the operator ended it
     for index in range(max(last - _CLEANUP_LINES, 0), last):
         if _EXIT_CLEANUP.search(window.lines[index]):
@@ -292,7 +294,7 @@ def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | 
     """Index of the first shutdown line after the ready line, or after an operator's signal the engine reported
     before it was ready; None when there is no such shutdown."""
     if ready is None:
-        signalled = next((index for index, line in enumerate(window.lines) if _OPERATOR_SIGNAL.search(line)), None)
+        signalled = _first_signal(window, 0)
         if signalled is None:
             return None
         ready = signalled - 1
@@ -307,11 +309,18 @@ def operator_stop(window: LogWindow, ready: int | None) -> int | None:
     """The first line after ``ready`` where the engine reports an operator's interrupt or termination signal;
     None before ready or without one. What the engine reports after it (children ended by the same signal,
     requests cut off) is the stop's consequence, not a failure."""
-    if ready is None:
+    return None if ready is None else _first_signal(window, ready + 1)
+
+
+def _first_signal(window: LogWindow, start: int) -> int | None:
+    """The first line from ``start`` on that reports an operator's signal (one search over the text)."""
+    if start >= len(window.lines):
         return None
-    return next(
-        (index for index in range(ready + 1, len(window.lines)) if _OPERATOR_SIGNAL.search(window.lines[index])), None
-    )
+    for candidate in _SIGNAL_WORDS.finditer(window.text, window.text_start_of(start)):
+        index = window.line_index_at(candidate.start())
+        if _OPERATOR_SIGNAL.search(window.lines[index]):
+            return index
+    return None
 
 
 def supervisor_exit(window: LogWindow) -> int | None:
