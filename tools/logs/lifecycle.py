@@ -282,12 +282,13 @@ def _vanished(window: LogWindow) -> int | None:
     """The line of the multiprocessing resource tracker's exit-time warning when it is among the log's last
     lines: the tracker prints it once the processes it served are gone, so the program ended there."""
     last = len(window.lines)
-    if _first_signal(window, 0) is not None:
-        return None  # an interrupted start-up: the operator ended it
-    for index in range(max(last - _CLEANUP_LINES, 0), last):
-        if _EXIT_CLEANUP.search(window.lines[index]):
-            return index
-    return None
+    found = next(
+        (index for index in range(max(last - _CLEANUP_LINES, 0), last) if _EXIT_CLEANUP.search(window.lines[index])),
+        None,
+    )
+    if found is None or _first_signal(window, 0) is not None:
+        return None  # no exit-time warning, or an interrupted start-up: the operator ended it
+    return found
 
 
 def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
