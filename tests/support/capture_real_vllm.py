@@ -32,6 +32,17 @@ START_TIMEOUT = 300.0
 EXIT_TIMEOUT = 90.0
 LOAD_SECONDS = 25.0
 KILLS = {"kill_worker": "VLLM::Worker", "kill_engine_core": "VLLM::EngineCore"}
+SERVER_SIGNALS = {"kill_server": signal.SIGKILL, "stop_sigterm": signal.SIGTERM, "stop_sigint": signal.SIGINT}
+WHILE_LOADING = {"kill_server_loading": signal.SIGKILL, "stop_sigterm_loading": signal.SIGTERM}
+LOADING_MARKER = "Starting to load model"
+
+
+def _model_name(server: VllmServer) -> str:
+    """The name requests must give: the last ``--served-model-name`` when the case sets one."""
+    names = [
+        server.arguments[at + 1] for at, argument in enumerate(server.arguments) if argument == "--served-model-name"
+    ]
+    return names[-1] if names else server.served_model
 
 
 def _requests(server: VllmServer) -> None:
@@ -40,10 +51,10 @@ def _requests(server: VllmServer) -> None:
     messages = [{"role": "user", "content": "Say hello."}]
     http_post_json(
         f"{url}/v1/chat/completions",
-        {"model": server.served_model, "messages": messages, "max_tokens": 16, "temperature": 0},
+        {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0},
     )
     body = {
-        "model": server.served_model,
+        "model": _model_name(server),
         "prompt": "The operator opened the console",
         "max_tokens": 16,
         "temperature": 0,
@@ -66,7 +77,7 @@ def _load(server: VllmServer, seconds: float) -> None:
             http_post_json(
                 f"{server.base_url}/v1/completions",
                 {
-                    "model": server.served_model,
+                    "model": _model_name(server),
                     "prompt": prompt,
                     "max_tokens": 64,
                     "temperature": 0,
@@ -100,10 +111,24 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
     if case.action in KILLS:
         killed = server.signal_children(KILLS[case.action], signal.SIGKILL)
         entry.extra["killed"] = f"{KILLS[case.action]} ({len(killed)} process) with SIGKILL"
-    elif case.action in ("kill_server", "stop_sigterm"):
-        server.process.send_signal(signal.SIGKILL if case.action == "kill_server" else signal.SIGTERM)
+    elif case.action in SERVER_SIGNALS:
+        server.process.send_signal(SERVER_SIGNALS[case.action])
     entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
     return False
+
+
+def _signal_while_loading(entry: Entry, server: VllmServer) -> None:
+    """Once the log shows the model starting to load, send the case's signal to the API server and wait."""
+    assert server.process is not None
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and server.process.poll() is None:
+        if LOADING_MARKER in server.log_path.read_text(errors="replace"):
+            server.process.send_signal(WHILE_LOADING[entry.case.action])
+            entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
+            if entry.exit_code is None:
+                entry.extra["signal_while_loading"] = f"ignored: no exit within {EXIT_TIMEOUT:.0f} s"
+            return
+        time.sleep(0.2)
 
 
 def fill(argument: str, models: dict[str, str]) -> str:
@@ -147,7 +172,10 @@ def run_case(
     started = time.monotonic()
     kept = False
     try:
-        outcome = server.start().wait(START_TIMEOUT)
+        server.start()
+        if case.action in WHILE_LOADING:
+            _signal_while_loading(entry, server)
+        outcome = server.wait(START_TIMEOUT)
         entry.ready = outcome == "ready"
         if outcome == "ready" and case.action not in ("start", "hold_port"):
             kept = _after_ready(entry, server, out, neutral)

@@ -24,6 +24,9 @@ Action = Literal[
     "kill_worker",  # reach ready, then SIGKILL the VLLM::Worker process
     "kill_engine_core",  # reach ready, then SIGKILL the VLLM::EngineCore process
     "kill_server",  # reach ready, then SIGKILL the API server itself
+    "stop_sigint",  # reach ready, then SIGINT the server (Ctrl-C)
+    "kill_server_loading",  # SIGKILL the API server once its worker starts to load the model
+    "stop_sigterm_loading",  # SIGTERM the API server once its worker starts to load the model
     "hold_port",  # a listening socket holds the port before the server starts
 ]
 STEPS: dict[str, str] = {
@@ -36,6 +39,11 @@ STEPS: dict[str, str] = {
     "kill_engine_core": "after /health answers 200 and two requests: kill -KILL <pid of the process titled "
     "VLLM::EngineCore>",
     "kill_server": "after /health answers 200 and two requests: kill -KILL <pid of the API server>",
+    "stop_sigint": "after /health answers 200 and two requests: kill -INT <pid of the API server>",
+    "kill_server_loading": "run the command; once the log shows 'Starting to load model': kill -KILL <pid of the API "
+    "server>",
+    "stop_sigterm_loading": "run the command; once the log shows 'Starting to load model': kill -TERM <pid of the "
+    "API server>; a server that still reaches ready gets two requests and, 90 s later, SIGTERM to its process group",
     "hold_port": "first listen on 127.0.0.1:<port> from another process, then run the command",
 }
 DEFINITION = (

@@ -34,6 +34,11 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     edit_config(copy("unknown-architecture"), architectures=["MysteryForCausalLM"])
     edit_config(copy("unknown-model-type"), model_type="mystery")
     edit_config(copy("unknown-quantization"), quantization_config={"quant_method": "mystery", "bits": 4})
+    config = copy("config-not-json") / "config.json"
+    config.write_text(config.read_text()[: config.stat().st_size // 2])  # cut mid-object: not valid JSON
+    hidden = json.loads((engine.model / "config.json").read_text())["hidden_size"]
+    edit_config(copy("hidden-size-doubled"), hidden_size=2 * hidden)  # the weights keep the old shapes
+    (copy("tokenizer-corrupt") / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Mystery"')
     remote = copy("remote-code")
     edit_config(
         remote,
