@@ -9,7 +9,8 @@ A corpus part is an index TOML file, or a directory holding ``index.toml``, in e
 Entries without a ``split`` are reported under the part's name (the directory's name, or the index
 file's stem when it is not ``index``). The main corpus holds excerpts from public issue threads,
 split into ``tune`` and ``holdout``; the logs of a real vLLM provoked on this project's CPU engine
-environment (``tests/data/real_vllm``, see docs/real-engine.md) are reported on their own as ``real_vllm``.
+environment (``tests/data/real_vllm``, see docs/real-engine.md) are reported on their own as ``real_vllm``,
+and the cases provoked for blind set 17 (``tests/data/real_vllm_blind``) as ``real_vllm_blind``.
 For each part: accuracy overall and per true class, how many logs without a failure (``healthy``,
 ``loading``, ``stopped``) were called a failure, and how often each confidence band was right.
 
@@ -41,6 +42,8 @@ from tools.logs.library import NO_FAILURE_CLASSES
 
 CORPUS = REPO_ROOT / "tests" / "data" / "diagnosis_corpus"
 REAL_VLLM = REPO_ROOT / "tests" / "data" / "real_vllm"  # logs of a real vLLM (CPU build), with their commands
+# Further real-vLLM cases provoked by someone who had not seen the diagnosis, measured blind once (blind set 17).
+REAL_VLLM_BLIND = REPO_ROOT / "tests" / "data" / "real_vllm_blind"
 CALIBRATION = REPO_ROOT / "tools" / "logs" / "calibration.toml"
 
 
@@ -73,6 +76,9 @@ def _from_case(case: dict[str, Any]) -> dict[str, Any]:
     if case.get("exit_code") is not None:
         entry["exit_code"] = case["exit_code"]
         entry["process_alive"] = False
+    if case.get("first_class") is not None:  # a case measured blind once (kept as text by the capture tool)
+        entry["first_class"] = str(case["first_class"])
+        entry["first_raw_confidence"] = float(case.get("first_raw_confidence", 0.0))
     return entry
 
 
@@ -233,6 +239,8 @@ def _parts(options: argparse.Namespace) -> list[dict[str, Any]]:
     real_vllm = options.real_vllm or (REAL_VLLM if not options.corpus else None)
     if real_vllm is not None and index_path(real_vllm).is_file():
         entries += load_part(real_vllm, "real_vllm")
+    if not options.corpus and not options.real_vllm and index_path(REAL_VLLM_BLIND).is_file():
+        entries += load_part(REAL_VLLM_BLIND, "real_vllm_blind")
     return entries
 
 

@@ -625,3 +625,29 @@ def test_a_shell_reporting_its_job_killed_or_terminated_says_how_the_engine_ende
     )
     terminated = rules_alone(serving + "./serve.sh: line 40: 9191 Terminated              vllm serve /models/m\n")
     assert terminated.diagnosis_class == "stopped"
+
+
+def test_a_setting_named_after_speculative_decoding_does_not_switch_it_on() -> None:
+    text = (
+        "(EngineCore pid=7) INFO 05-01 10:00:01 [core.py:1] Initializing a V1 LLM engine (v0.32.0) with config: "
+        "model='/models/m', speculative_config=None, per_request_spec_decode_metrics='none'\n"
+        "(Worker pid=8) ERROR 05-01 10:00:09 [multiproc_executor.py:1] Traceback (most recent call last):\n"
+        '(Worker pid=8) ERROR 05-01 10:00:09 [multiproc_executor.py:1]   File "/env/vllm/model_executor/'
+        'model_loader/weight_utils.py", line 700, in default_weight_loader\n'
+        "(Worker pid=8) ERROR 05-01 10:00:09 [multiproc_executor.py:1] RuntimeError: The size of tensor a (512) "
+        "must match the size of tensor b (256) at non-singleton dimension 1\n"
+    )
+    assert rules_alone(text).diagnosis_class == "model_load_error"
+
+
+def test_an_environment_setting_the_engine_cannot_parse_is_a_rejected_setting() -> None:
+    text = (
+        STARTED
+        + "ERROR 05-01 10:00:09 [core.py:1] Traceback (most recent call last):\n"
+        + 'ERROR 05-01 10:00:09 [core.py:1]   File "/env/vllm/utils/ompmultiprocessing.py", line 170, in '
+        "_parse_omp_threads_bind_env\n"
+        + 'ERROR 05-01 10:00:09 [core.py:1]   File "/env/vllm/utils/cpu_resource_utils.py", line 185, in '
+        "parse_id_list\n"
+        + "ERROR 05-01 10:00:09 [core.py:1] ValueError: invalid literal for int() with base 10: 'all-of-them'\n"
+    )
+    assert rules_alone(text).diagnosis_class == "config_error"

@@ -88,8 +88,13 @@ _TABLE: list[tuple[Component, str, str]] = [
         r"^(?:get_tokenizer|cached_get_tokenizer|\w*tokenizer_from_config)$",
     ),
     # The engine's own checks of its arguments and of their combination (vLLM's EngineArgs and config
-    # classes, SGLang's ServerArgs).
-    ("engine_args", r"arg_utils|server_args|vllm/config(?:\.py|/)|/argparse\.py", r"^$"),
+    # classes, SGLang's ServerArgs) ...
+    # ... and of the environment variables they read (vLLM's envs.py, its parsers of *_ENV settings).
+    (
+        "engine_args",
+        r"arg_utils|server_args|vllm/config(?:\.py|/)|/argparse\.py|vllm/envs\.py",
+        r"^_?parse\w*_env(?:_\w+)?$",
+    ),
     # The engine's own warm-up once the model is loaded (vLLM's kernel warm-up, SGLang's warm-up request).
     (
         "warmup",

@@ -82,7 +82,9 @@ _DRAFTER_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|spec|embed_tokens|lm_head",
 # print "=None" when it is off), given on the command line, or named in messages and module paths.
 _SPECULATIVE_CONTEXT = re.compile(
     r"speculative_algorithm=['\"]?(?!None)[A-Za-z]|speculative_config['\"]?[=:] ?(?!None)[{'\"\w]"
-    r"|--speculative[-_]|[Dd]rafter\b|[Dd]raft[ _-]?model(?![_\w]*['\"]?[=:] ?None)|spec_decode"
+    # "spec_decode" as a module (vllm/spec_decode/, spec_decode_worker), not a setting's name
+    # (per_request_spec_decode_metrics='none' is in every vLLM 0.32 configuration dump).
+    r"|--speculative[-_]|[Dd]rafter\b|[Dd]raft[ _-]?model(?![_\w]*['\"]?[=:] ?None)|\bspec_decode(?:/|_worker|\.)"
     r"|[Ss]peculative decoding|EAGLE-?3?\b(?!['\"]?[=:] ?None)|Eagle3?(?:ForCausalLM|Model|Head)|ForCausalLMEagle"
     r"|eagle\w*_proposer|num_speculative_tokens['\"]?[=:] ?\d"
 )
