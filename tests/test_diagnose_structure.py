@@ -15,8 +15,9 @@ from tools.logs.calibration import Band, Calibration
 from tools.logs.components import frame_component
 from tools.logs.decide import decide
 from tools.logs.diagnose import DiagnosisHints, diagnose_text
-from tools.logs.events import Frame, parse_events
+from tools.logs.events import parse_events
 from tools.logs.evidence import Evidence
+from tools.logs.frames import Frame
 from tools.logs.prefixes import split_line
 
 CORPUS = Path(__file__).resolve().parent / "data" / "diagnosis_corpus" / "logs"

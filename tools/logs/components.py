@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from tools.logs.events import Frame
+from tools.logs.frames import Frame
 
 Component = Literal[
     "cuda_graph",

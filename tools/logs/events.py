@@ -19,8 +19,6 @@ from typing import Literal
 from tools.logs.frames import Frame, is_live_dump_frame, parse_frame
 from tools.logs.prefixes import LineParts, split_line
 
-__all__ = ["ErrorEvent", "EventKind", "Frame", "LogEvents", "parse_events"]
-
 EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(

@@ -105,6 +105,7 @@ def no_failure_decision(
             [],
             library,
         )
+    # Before ready an operator's interrupt already counted as a stop above; what is left ended on its own.
     vanished = _vanished(window) if ready is None and hints.exit_code is None else None
     if vanished is not None:
         return _decision(
@@ -282,28 +283,22 @@ def _vanished(window: LogWindow) -> int | None:
     """The line of the multiprocessing resource tracker's exit-time warning when it is among the log's last
     lines: the tracker prints it once the processes it served are gone, so the program ended there."""
     last = len(window.lines)
-    found = next(
+    return next(
         (index for index in range(max(last - _CLEANUP_LINES, 0), last) if _EXIT_CLEANUP.search(window.lines[index])),
         None,
     )
-    if found is None or _first_signal(window, 0) is not None:
-        return None  # no exit-time warning, or an interrupted start-up: the operator ended it
-    return found
 
 
 def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
-    """Index of the first shutdown line after the ready line, or after an operator's signal the engine reported
-    before it was ready; None when there is no such shutdown."""
+    """Index of the first shutdown line or operator's signal after the ready line; before ready, of the first
+    operator's signal (the operator ended the start-up); None when there is neither."""
     if ready is None:
-        signalled = _first_signal(window, 0)
-        if signalled is None:
-            return None
-        ready = signalled - 1
-    for index in range(ready + 1, len(window.lines)):
-        line = window.lines[index]
-        if _OPERATOR_SIGNAL.search(line) or any(shutdown.regex.search(line) for shutdown in library.shutdown):
+        return _first_signal(window, 0)
+    signalled = _first_signal(window, ready + 1)
+    for index in range(ready + 1, len(window.lines) if signalled is None else signalled):
+        if any(shutdown.regex.search(window.lines[index]) for shutdown in library.shutdown):
             return index
-    return None
+    return signalled
 
 
 def operator_stop(window: LogWindow, ready: int | None) -> int | None:
