@@ -12,6 +12,7 @@ import pytest
 from support.bench import fake_server
 
 from tools.bench.client import Endpoint, build_encoder, fetch
+from tools.bench.events import EventSink, StreamOutcome
 from tools.bench.load import run_level
 from tools.bench.prompts import build_requests
 from tools.bench.runner import BenchParams, run_sweep_blocking
@@ -69,8 +70,10 @@ def test_measured_latencies_reflect_the_injected_delays(engine: str) -> None:
 @pytest.mark.parametrize(("engine", "concurrency"), [("epoll", 1), ("epoll", 4), ("asyncio", 4)])
 def test_client_timestamps_match_the_servers_send_times(engine: Literal["epoll", "asyncio"], concurrency: int) -> None:
     """Truth from the server itself: it stamps each text event as it leaves (CLOCK_MONOTONIC, shared by both
-    processes). Whatever the load, no event is seen before it was sent, and the first token is the first event's
-    (seen before the second one left: the events are 100 ms apart, far more than a busy machine delays a read)."""
+    processes). Whatever the load, every event is counted, none is seen before it was sent, and the request ends
+    after its last event. Which read's time each event takes is checked on a controlled clock in
+    test_each_event_takes_the_time_of_the_read_that_completed_it: how soon a read follows a send depends on the
+    machine's load, so it is measured (docs/benchmarks.md section 4), not asserted."""
     endpoint_url, count, tokens = "", 8, 5
     with fake_server("--ttft-ms", "30", "--itl-ms", "100") as url:
         endpoint_url = url
@@ -94,7 +97,6 @@ def test_client_timestamps_match_the_servers_send_times(engine: Literal["epoll",
             run_level(endpoint, requests, concurrency=concurrency, request_rate=None, timeout=20, engine=engine)
         )
         truth = json.loads(asyncio.run(fetch(endpoint, "/timings"))[1])
-    first_token_seen_in_time = []
     for index, outcome in enumerate(outcomes):
         sent = truth[f"{index}:"]["sent"]
         assert outcome.ok and outcome.first_token is not None and len(sent) == tokens
@@ -102,12 +104,39 @@ def test_client_timestamps_match_the_servers_send_times(engine: Literal["epoll",
         seen = list(itertools.accumulate(outcome.chunk_gaps, initial=outcome.first_token))
         assert all(seen_at > sent_at - 1e-4 for seen_at, sent_at in zip(seen, sent, strict=True)), (seen, sent)
         assert outcome.finished >= seen[-1]
-        first_token_seen_in_time.append(outcome.first_token < sent[1])
-    assert sum(first_token_seen_in_time) > count // 2, first_token_seen_in_time
     summary = summarize(
         outcomes, concurrency=concurrency, request_rate=None, duration_seconds=1.0, expected_input_tokens=16
     )
     assert summary.ttft_ms.median is not None and summary.ttft_ms.median >= 30.0
+
+
+def test_each_event_takes_the_time_of_the_read_that_completed_it() -> None:
+    """The first token is the read that completed the first text event: not the role-only event before it, not the
+    read that began it, not a later one. Events completed by one read share its time (a gap of zero)."""
+
+    def event(delta: str) -> bytes:
+        return b"data: " + json.dumps({"choices": [{"index": 0, "delta": json.loads(delta)}]}).encode() + b"\n\n"
+
+    role, first, second, third = (
+        event('{"role": "assistant"}'),
+        event('{"content": "a"}'),
+        event('{"content": "b"}'),
+        event('{"content": "c"}'),
+    )
+    for decode_all in (False, True):
+        outcome = StreamOutcome(text_parts=[] if decode_all else None)
+        sink = EventSink(outcome)
+        sink.feed(role, now=1.0)
+        assert outcome.first_token is None and outcome.content_events == 0
+        sink.feed(first[:10], now=2.0)  # the first text event begins but is not complete
+        assert outcome.first_token is None
+        sink.feed(first[10:], now=3.0)
+        assert outcome.first_token == 3.0 and outcome.content_events == 1
+        sink.feed(second + third, now=7.5)  # two events in one read
+        sink.feed(b"data: [DONE]\n\n", now=9.0)
+        assert outcome.first_token == 3.0
+        assert outcome.chunk_gaps == [4.5, 0.0] and outcome.content_events == 3
+        assert outcome.text_parts == (["a", "b", "c"] if decode_all else None)
 
 
 def test_multi_token_events_count_tokens_from_usage() -> None:
