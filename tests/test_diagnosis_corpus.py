@@ -101,6 +101,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 14"]["count"], first["blind set 14"]["correct"]) == (35, 24)
     assert (first["blind set 15"]["count"], first["blind set 15"]["correct"]) == (35, 27)
     assert (first["blind set 16"]["count"], first["blind set 16"]["correct"]) == (26, 22)
+    assert (first["blind set 18"]["count"], first["blind set 18"]["correct"]) == (34, 28)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
