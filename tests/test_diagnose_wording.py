@@ -36,6 +36,10 @@ def rules_alone(text: str, hints: DiagnosisHints | None = None) -> Diagnosis:
         ("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000)", "port_in_use"),
         ("torch.distributed.DistBackendError: the communicator reported a failure on rank 2", "nccl_error"),
         ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for rank 1", "nccl_hang"),
+        ("RuntimeError: RESOURCE_EXHAUSTED: Attempting to allocate 3.20G. That was not possible.", "cuda_oom"),
+        ("RuntimeError: EJ0003: Failed to bind the IP port 60001 for the collective's root info", "port_in_use"),
+        ("RuntimeError: device 5: hccl allgather task timeout occurred on stream 12 after 1800s", "nccl_error"),
+        ("RendezvousConnectionError: The connection to the C10d store has failed. See inner exception", "nccl_error"),
     ],
 )
 def test_an_error_line_in_new_words_is_named_by_what_it_speaks_of(line: str, expected: str) -> None:
@@ -651,3 +655,24 @@ def test_an_environment_setting_the_engine_cannot_parse_is_a_rejected_setting() 
         + "ERROR 05-01 10:00:09 [core.py:1] ValueError: invalid literal for int() with base 10: 'all-of-them'\n"
     )
     assert rules_alone(text).diagnosis_class == "config_error"
+
+
+def test_a_ready_line_right_after_a_failed_warm_up_is_not_healthy() -> None:
+    """SGLang logs its ready line after a failed disaggregation warm-up too (the server is then unhealthy)."""
+    start = (
+        "[2026-05-01 10:00:00] server_args=ServerArgs(model_path='m', disaggregation_mode='prefill')\n"
+        "[2026-05-01 10:00:40] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
+        "[2026-05-01 10:00:41] Start of pd disaggregation warmup ...\n"
+    )
+    failed = start + (
+        "[2026-05-01 10:00:43] Disaggregation warmup failed (mode=prefill), status codes: [503]\n"
+        "[2026-05-01 10:00:43] The server is fired up and ready to roll!\n"
+    )
+    diagnosis = rules_alone(failed)
+    assert diagnosis.diagnosis_class == "warmup_failed", diagnosis.why
+    assert diagnosis.key_line is not None and "warmup failed" in diagnosis.key_line
+    passed = start + (
+        "[2026-05-01 10:00:43] End of disaggregation warmup\n"
+        "[2026-05-01 10:00:43] The server is fired up and ready to roll!\n"
+    )
+    assert rules_alone(passed).diagnosis_class == "healthy"

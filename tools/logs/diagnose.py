@@ -50,7 +50,7 @@ from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGues
 from tools.logs.phase import last_phase
 from tools.logs.request_errors import answered_before_errors, request_errors, without
 from tools.logs.root_rules import hint_evidence, root_evidence
-from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance
+from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance, ready_after_failed_warmup
 from tools.logs.window import LogWindow, read_window
 
 __all__ = ["Alternative", "Diagnoser", "Diagnosis", "DiagnosisHints", "Remedy", "diagnose_file", "diagnose_text"]
@@ -184,6 +184,8 @@ class Diagnoser:
         engine = None if self.engine == "unknown" else self.engine
         events = parse_events(window.lines)
         ready = last_ready(window, self.library, engine)
+        if ready is not None and ready_after_failed_warmup(window, self.library, ready):
+            ready = None
         if ready is None:
             ready = answered_before_errors(window, self.library, events)
         start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts

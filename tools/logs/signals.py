@@ -13,6 +13,7 @@ EngineGuess = Literal["sglang", "vllm", "unknown"]
 LOW_ACCEPT_LENGTH = 1.3
 SAMPLE_CHARS = 64 * 1024  # engine detection looks at this much of the head and of the tail
 ACCEPT_SCAN_CHARS = 256 * 1024  # acceptance is judged on the most recent decode lines
+WARMUP_LOOKBACK_LINES = 3  # the warm-up's result is logged just before the ready line
 # The engines' own wording: SGLang's start-up milestones and rank prefixes, vLLM's process prefixes and its
 # log format ("INFO 11-01 23:16:33 file.py:56]").
 _SGLANG_MARKS = re.compile(
@@ -59,6 +60,14 @@ def last_ready(window: LogWindow, library: SignatureLibrary, engine: str | None)
             index = window.line_index_at(match.start())
             best = index if best is None else max(best, index)
     return best
+
+
+def ready_after_failed_warmup(window: LogWindow, library: SignatureLibrary, ready: int) -> bool:
+    """True when the engine's own warm-up failure stands just before its ready line: SGLang prints "ready to
+    roll" after a failed disaggregation warm-up too, and marks the server unhealthy."""
+    before = window.lines[max(ready - WARMUP_LOOKBACK_LINES, 0) : ready]
+    warmup = [signature for signature in library.signatures if signature.id == "engine-warmup-failed"]
+    return any(regex.search(line) for signature in warmup for regex in signature.regexes for line in before)
 
 
 def last_progress(window: LogWindow, library: SignatureLibrary) -> tuple[int, str, str] | None:
