@@ -676,3 +676,34 @@ def test_a_ready_line_right_after_a_failed_warm_up_is_not_healthy() -> None:
         "[2026-05-01 10:00:43] The server is fired up and ready to roll!\n"
     )
     assert rules_alone(passed).diagnosis_class == "healthy"
+
+
+LOADER_FRAME = (
+    '  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 9, '
+    "in load_weights\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("NotImplementedError: Pipeline parallelism is not supported for this model's vision tower", "config_error"),
+        ("ValueError: GGUF checkpoints with TP are not supported; load the model on one device", "config_error"),
+        (
+            "RuntimeError: the checkpoint's tensor parallel shard 3 has shape [64, 128], expected [128, 128]",
+            "model_load_error",
+        ),
+        (
+            "RuntimeError: FP8 weights with tensor parallelism are not supported on compute capability 7.5",
+            "unsupported_arch",
+        ),
+    ],
+)
+def test_a_refused_parallelism_setting_is_an_option_to_change_even_inside_the_loader(
+    message: str, expected: str
+) -> None:
+    """A check in the loader that refuses a parallelism setting names an option to change, not a broken model; a
+    shape the checkpoint does not have is the model's, and a refusal for the GPU generation is the GPU's."""
+    text = f"{STARTED}Traceback (most recent call last):\n{LOADER_FRAME}{message}\n"
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == expected, diagnosis.why

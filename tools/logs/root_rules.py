@@ -18,7 +18,10 @@ Each rule reads one property of the first real error, never the wording of one k
   speculative decoding is ``spec_decode_problem`` (draft and target disagree far more often than the
   target alone is broken);
 - a model that cannot be found while the speculative configuration is built is the drafter:
-  ``spec_decode_problem``, above the wording that names a missing model in general.
+  ``spec_decode_problem``, above the wording that names a missing model in general;
+- a check that refuses something on this GPU (its compute capability or generation named) is
+  ``unsupported_arch``, and one that refuses a parallelism setting (tensor, pipeline, data, expert
+  parallelism) is ``config_error``, whichever component raised it (the loader often does).
 """
 
 from __future__ import annotations
@@ -56,6 +59,17 @@ _GPU_GENERATION = re.compile(
     r"|GPUs? (?:is|are) not supported|device is not supported",
     re.IGNORECASE,
 )
+# A parallelism setting the model, its quantization or the engine refuses: an option to change, not a broken model.
+_PARALLEL_SETTING = re.compile(
+    r"\b(?:with|for|under|and) (?:TP|PP|DP|EP)\b|\b(?:tensor|pipeline|data|expert|context|sequence)[ _-]?parallel", re.I
+)
+# The GPU itself named (not "architecture", which also names a model's architecture).
+_GPU_NAMED = re.compile(
+    r"compute capability|\bsm[_ ]?\d{2,3}\b|this GPU|GPUs? (?:is|are) not supported|device is not supported"
+    r"|Ampere|Hopper|Turing|Volta|Blackwell",
+    re.IGNORECASE,
+)
+_REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
 _KERNEL_BUILD = re.compile(r"ninja|nvcc|Error building extension|build\.ninja|JIT compil|failed to compile", re.I)
 # Attention kernels by library or kernel name (a FlashInfer build is an attention one only when it builds
 # prefill, decode or MLA kernels; FlashInfer also builds sampling and normalisation kernels).
@@ -136,6 +150,22 @@ def _kernel_build_failure(root: ErrorEvent) -> bool:
         return False
     named = root.message + " " + " ".join(frame.path for frame in root.frames)
     return bool(_ATTENTION_KERNEL.search(named))
+
+
+def _parallel_setting_refused(root: ErrorEvent) -> bool:
+    """The error is a check that refuses a parallelism setting (not a crash, not about the GPU generation)."""
+    message = root.message
+    return (
+        root.kind != "crash"
+        and _PARALLEL_SETTING.search(message) is not None
+        and _REFUSED.search(message) is not None
+        and _GPU_GENERATION.search(message) is None
+    )
+
+
+def _refused_for_the_gpu(root: ErrorEvent) -> bool:
+    """The error is a check that refuses something on this GPU (its compute capability, its generation)."""
+    return root.kind != "crash" and bool(_REFUSED.search(root.message)) and bool(_GPU_NAMED.search(root.message))
 
 
 def _custom_all_reduce(root: ErrorEvent) -> bool:
@@ -245,6 +275,10 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
+    if _refused_for_the_gpu(root):
+        add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
+    elif _parallel_setting_refused(root):
+        add("config_error", SPECIFIC_PRIORITY, 0.7, "a check refused a parallelism setting (an option to change)")
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
     if component == "speculative" and _MODEL_MISSING.search(root.message):
