@@ -707,3 +707,24 @@ def test_a_refused_parallelism_setting_is_an_option_to_change_even_inside_the_lo
     text = f"{STARTED}Traceback (most recent call last):\n{LOADER_FRAME}{message}\n"
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == expected, diagnosis.why
+
+
+def _traceback(frames: list[tuple[str, str]], message: str) -> str:
+    lines = [f'  File "/usr/lib/python3.12/site-packages/{path}", line 7, in {function}\n' for path, function in frames]
+    return f"{STARTED}Traceback (most recent call last):\n{''.join(lines)}{message}\n"
+
+
+def test_an_error_deep_inside_the_warm_up_is_the_warm_ups_wherever_its_frame_is() -> None:
+    """The warm-up's frame may be far from the innermost ones (a sampler that builds a kernel on first use): the
+    failure is still the warm-up's, unless an inner frame names a component that explains it."""
+    outer = [("vllm/v1/engine/core.py", "_initialize_kv_caches"), ("vllm/v1/worker/gpu/warmup.py", "warmup_kernels")]
+    sampler = [("vllm/v1/worker/gpu/model_runner.py", "sample_tokens")] + [
+        ("vllm/v1/sample/ops/topk_topp.py", f"step_{index}") for index in range(7)
+    ]
+    kernel_build = [("kernels/jit/core.py", "build_and_load"), ("kernels/jit/ext.py", "find_compiler")]
+    message = "RuntimeError: no compiler found to build the top-k kernel"
+    diagnosis = rules_alone(_traceback(outer + sampler + kernel_build, message))
+    assert diagnosis.diagnosis_class == "warmup_failed", diagnosis.why
+    loader = [("vllm/model_executor/model_loader/default_loader.py", "load_weights")]
+    diagnosis = rules_alone(_traceback(outer + sampler + loader, "RuntimeError: shard 2 is truncated"))
+    assert diagnosis.diagnosis_class == "model_load_error", diagnosis.why

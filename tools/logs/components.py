@@ -98,8 +98,8 @@ _TABLE: list[tuple[Component, str, str]] = [
     # The engine's own warm-up once the model is loaded (vLLM's kernel warm-up, SGLang's warm-up request).
     (
         "warmup",
-        r"/warmup/|kernel_warmup",
-        r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup|warmup_model|_wait_and_warmup|_execute_server_warmup)$",
+        r"/warmup/|/warmup\.py|kernel_warmup",
+        r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup|warmup_\w+|_wait_and_warmup|_execute_server_warmup)$",
     ),
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
     ("compile", r"torch/_dynamo|torch/_inductor|/compilation/", r"^$"),
@@ -141,4 +141,8 @@ def failing_component(frames: list[Frame]) -> Component | None:
     for component in components:
         if component in _LEAVES:
             return component
+    # A failure deep inside what the warm-up called (a sampler's kernel build, a first forward pass) is the
+    # warm-up's, however far out its frame is.
+    if any(frame_component(frame) == "warmup" for frame in frames[INNERMOST_FRAMES:]):
+        return "warmup"
     return next((component for component in components if component is not None), None)
