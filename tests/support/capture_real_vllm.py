@@ -10,6 +10,8 @@ recomputes the key lines from the kept logs. Paths of this machine become neutra
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.client
 import json
 import re
 import shlex
@@ -31,9 +33,20 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "real_vllm"
 START_TIMEOUT = 300.0
 EXIT_TIMEOUT = 90.0
 LOAD_SECONDS = 25.0
-KILLS = {"kill_worker": "VLLM::Worker", "kill_engine_core": "VLLM::EngineCore"}
+STREAM_TOKENS = 1000  # well inside the cases' --max-model-len 1024 with the short prompt
+# action -> (title of the process to signal, the signal); an empty title means the API server itself
+KILLS = {
+    "kill_worker": ("VLLM::Worker", signal.SIGKILL),
+    "kill_engine_core": ("VLLM::EngineCore", signal.SIGKILL),
+    "segv_worker": ("VLLM::Worker", signal.SIGSEGV),
+}
 SERVER_SIGNALS = {"kill_server": signal.SIGKILL, "stop_sigterm": signal.SIGTERM, "stop_sigint": signal.SIGINT}
-WHILE_LOADING = {"kill_server_loading": signal.SIGKILL, "stop_sigterm_loading": signal.SIGTERM}
+WHILE_LOADING = {
+    "kill_server_loading": ("", signal.SIGKILL),
+    "stop_sigterm_loading": ("", signal.SIGTERM),
+    "kill_worker_loading": ("VLLM::Worker", signal.SIGKILL),
+    "abort_engine_core_loading": ("VLLM::EngineCore", signal.SIGABRT),
+}
 LOADING_MARKER = "Starting to load model"
 
 
@@ -92,6 +105,36 @@ def _load(server: VllmServer, seconds: float) -> None:
         thread.join()
 
 
+def _sigterm_while_streaming(entry: Entry, server: VllmServer) -> None:
+    """Start a long streamed completion; once its first chunk arrives, SIGTERM the API server; read to the end."""
+    assert server.process is not None
+    body = {
+        "model": _model_name(server),
+        "prompt": "The operator opened the console",
+        "max_tokens": STREAM_TOKENS,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    request = urllib.request.Request(
+        f"{server.base_url}/v1/completions", json.dumps(body).encode(), {"content-type": "application/json"}
+    )
+    chunks = {"before": 0, "after": 0}
+    phase = "before"
+    with (
+        contextlib.suppress(OSError, http.client.HTTPException),
+        urllib.request.urlopen(request, timeout=120) as response,
+    ):
+        for line in response:
+            chunks[phase] += line.startswith(b"data:")
+            if phase == "before" and chunks[phase]:
+                server.process.send_signal(signal.SIGTERM)
+                phase = "after"
+    if phase == "before":  # the stream never started: stop the server all the same
+        server.process.send_signal(signal.SIGTERM)
+    entry.extra["streamed_chunks"] = f"{chunks['before']} before SIGTERM, {chunks['after']} after"
+
+
 def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutraliser) -> bool:
     """Provoke what the case asks for once the server is ready; True when the log was kept here already."""
     case = entry.case
@@ -109,8 +152,11 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         return True
     assert server.process is not None
     if case.action in KILLS:
-        killed = server.signal_children(KILLS[case.action], signal.SIGKILL)
-        entry.extra["killed"] = f"{KILLS[case.action]} ({len(killed)} process) with SIGKILL"
+        title, number = KILLS[case.action]
+        killed = server.signal_children(title, number)
+        entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
+    elif case.action == "stop_sigterm_streaming":
+        _sigterm_while_streaming(entry, server)
     elif case.action in SERVER_SIGNALS:
         server.process.send_signal(SERVER_SIGNALS[case.action])
     entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
@@ -118,12 +164,17 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
 
 
 def _signal_while_loading(entry: Entry, server: VllmServer) -> None:
-    """Once the log shows the model starting to load, send the case's signal to the API server and wait."""
+    """Once the log shows the model starting to load, send the case's signal to its process and wait."""
     assert server.process is not None
+    title, number = WHILE_LOADING[entry.case.action]
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline and server.process.poll() is None:
         if LOADING_MARKER in server.log_path.read_text(errors="replace"):
-            server.process.send_signal(WHILE_LOADING[entry.case.action])
+            if title:
+                killed = server.signal_children(title, number)
+                entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
+            else:
+                server.process.send_signal(number)
             entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
             if entry.exit_code is None:
                 entry.extra["signal_while_loading"] = f"ignored: no exit within {EXIT_TIMEOUT:.0f} s"
@@ -158,6 +209,7 @@ def run_case(
         scratch / entry.log_file,
         model=models[case.model],
         entry=case.entry,
+        wrapper=list(case.wrapper),
         arguments=[fill(argument, models) for argument in case.arguments],
         environment=case.environment,
     )

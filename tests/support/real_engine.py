@@ -142,6 +142,7 @@ class VllmServer:
     arguments: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     entry: Entry = "module"
+    wrapper: list[str] = field(default_factory=list)  # a command that runs the server, e.g. prlimit ... --
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
 
@@ -158,7 +159,7 @@ class VllmServer:
             head = [str(self.engine.console_script), "serve", self.served_model]
         else:
             head = [str(self.engine.python), "-m", MODULE_ENTRY, "--model", self.served_model]
-        return [*head, "--host", "127.0.0.1", "--port", str(self.port), *self.arguments]
+        return [*self.wrapper, *head, "--host", "127.0.0.1", "--port", str(self.port), *self.arguments]
 
     def start(self) -> VllmServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,10 @@ Action = Literal[
     "kill_server_loading",  # SIGKILL the API server once its worker starts to load the model
     "stop_sigterm_loading",  # SIGTERM the API server once its worker starts to load the model
     "hold_port",  # a listening socket holds the port before the server starts
+    "segv_worker",  # reach ready, then SIGSEGV the VLLM::Worker process
+    "kill_worker_loading",  # SIGKILL the VLLM::Worker process once it starts to load the model
+    "abort_engine_core_loading",  # SIGABRT the VLLM::EngineCore process once the worker starts to load the model
+    "stop_sigterm_streaming",  # reach ready, then SIGTERM the server while a long streamed completion runs
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -45,6 +49,13 @@ STEPS: dict[str, str] = {
     "stop_sigterm_loading": "run the command; once the log shows 'Starting to load model': kill -TERM <pid of the "
     "API server>; a server that still reaches ready gets two requests and, 90 s later, SIGTERM to its process group",
     "hold_port": "first listen on 127.0.0.1:<port> from another process, then run the command",
+    "segv_worker": "after /health answers 200 and two requests: kill -SEGV <pid of the process titled VLLM::Worker>",
+    "kill_worker_loading": "run the command; once the log shows 'Starting to load model': kill -KILL <pid of the "
+    "process titled VLLM::Worker>",
+    "abort_engine_core_loading": "run the command; once the log shows 'Starting to load model': kill -ABRT <pid of "
+    "the process titled VLLM::EngineCore>",
+    "stop_sigterm_streaming": "after /health answers 200 and two requests: start a streamed completion of 2000 "
+    "tokens; once its first tokens arrive: kill -TERM <pid of the API server>",
 }
 DEFINITION = (
     "id",
@@ -54,6 +65,7 @@ DEFINITION = (
     "arguments",
     "environment",
     "entry",
+    "wrapper",
     "expected_class",
     "key_pattern",
     "note",
@@ -72,6 +84,7 @@ class Case:
     arguments: tuple[str, ...] = ()
     environment: dict[str, str] = field(default_factory=dict)
     entry: Literal["module", "console"] = "module"
+    wrapper: tuple[str, ...] = ()  # a command the server runs under, e.g. prlimit with its options and '--'
     note: str = ""
 
 
@@ -104,6 +117,7 @@ def _case(table: dict[str, Any]) -> Case:
         arguments=tuple(table.get("arguments", ())),
         environment=dict(table.get("environment", {})),
         entry=table.get("entry", "module"),
+        wrapper=tuple(table.get("wrapper", ())),
         note=table.get("note", ""),
     )
 
@@ -147,6 +161,8 @@ def _table(entry: Entry) -> list[str]:
         lines.append(f"environment = {{ {pairs} }}")
     if case.entry != "module":
         lines.append(f"entry = {_string(case.entry)}")
+    if case.wrapper:
+        lines.append(f"wrapper = [{', '.join(_string(word) for word in case.wrapper)}]")
     lines += [f"expected_class = {_string(case.expected_class)}", f"key_pattern = {_string(case.key_pattern)}"]
     if case.note:
         lines.append(f"note = {_string(case.note)}")

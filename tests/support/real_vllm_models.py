@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from support.real_engine import RealEngine
@@ -56,6 +57,10 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     drafter = root / "drafter-hidden-128"
     shutil.copytree(engine.drafter, drafter)
     edit_config(drafter, hidden_size=128, target_hidden_size=128)
+    _side_file_variants(copy, edit_config)
+    drafter = root / "drafter-draft-vocab-640"
+    shutil.copytree(engine.drafter, drafter)
+    edit_config(drafter, draft_vocab_size=640)  # its lm_head and d2t keep 512 rows
     return {
         "target": str(engine.model),
         "drafter": str(engine.drafter),
@@ -64,6 +69,26 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
         "hub-id": "example-org/tiny-llama-not-here",
         **{path.name: str(path) for path in root.iterdir() if path.is_dir()},
     }
+
+
+def _side_file_variants(copy: Callable[[str], Path], edit_config: Callable[..., None]) -> None:
+    """Copies whose generation config, tokenizer config or remote model code is broken."""
+    generation = copy("generation-config-corrupt") / "generation_config.json"
+    generation.write_text(generation.read_text()[: generation.stat().st_size // 2])  # cut mid-object
+    tokenizer = copy("tokenizer-config-corrupt") / "tokenizer_config.json"
+    tokenizer.write_text(tokenizer.read_text()[: tokenizer.stat().st_size // 2])
+    remote = copy("remote-code-import-fails")
+    edit_config(
+        remote,
+        model_type="tiny_remote",
+        architectures=["TinyRemoteForCausalLM"],
+        auto_map={"AutoConfig": "configuration_tiny_remote.TinyRemoteConfig"},
+    )
+    (remote / "configuration_tiny_remote.py").write_text(
+        "from transformers import LlamaConfig\n\n"
+        "raise RuntimeError('TinyRemoteConfig needs the tiny_remote_kernels extension, which is not built')\n\n\n"
+        "class TinyRemoteConfig(LlamaConfig):\n    model_type = 'tiny_remote'\n"
+    )
 
 
 class Neutraliser:
