@@ -10,7 +10,7 @@ Entries without a ``split`` are reported under the part's name (the directory's 
 file's stem when it is not ``index``). The main corpus holds excerpts from public issue threads,
 split into ``tune`` and ``holdout``; the logs of a real vLLM provoked on this project's CPU engine
 environment (``tests/data/real_vllm``, see docs/real-engine.md) are reported on their own as ``real_vllm``,
-and the cases provoked for blind set 17 (``tests/data/real_vllm_blind``) as ``real_vllm_blind``.
+and the cases provoked for blind sets 17 and 19 (``tests/data/real_vllm_blind``) as ``real_vllm_blind``.
 For each part: accuracy overall and per true class, how many logs without a failure (``healthy``,
 ``loading``, ``stopped``) were called a failure, and how often each confidence band was right.
 
@@ -42,7 +42,7 @@ from tools.logs.library import NO_FAILURE_CLASSES
 
 CORPUS = REPO_ROOT / "tests" / "data" / "diagnosis_corpus"
 REAL_VLLM = REPO_ROOT / "tests" / "data" / "real_vllm"  # logs of a real vLLM (CPU build), with their commands
-# Further real-vLLM cases provoked by someone who had not seen the diagnosis, measured blind once (blind set 17).
+# Further real-vLLM cases provoked by people who had not seen the diagnosis, each measured blind once (sets 17, 19).
 REAL_VLLM_BLIND = REPO_ROOT / "tests" / "data" / "real_vllm_blind"
 CALIBRATION = REPO_ROOT / "tools" / "logs" / "calibration.toml"
 
