@@ -728,3 +728,42 @@ def test_an_error_deep_inside_the_warm_up_is_the_warm_ups_wherever_its_frame_is(
     loader = [("vllm/model_executor/model_loader/default_loader.py", "load_weights")]
     diagnosis = rules_alone(_traceback(outer + sampler + loader, "RuntimeError: shard 2 is truncated"))
     assert diagnosis.diagnosis_class == "model_load_error", diagnosis.why
+
+
+SILENT_WORKER = (
+    "(Worker pid=41) INFO 05-01 10:00:02 [model_runner.py:1] Starting to load model /models/m...\n"
+    "(EngineCore pid=40) ERROR 05-01 10:00:09 [core.py:1] EngineCore failed to start.\n"
+    "(EngineCore pid=40) ERROR 05-01 10:00:09 [core.py:1] Traceback (most recent call last):\n"
+    '(EngineCore pid=40) ERROR 05-01 10:00:09 [core.py:1]   File "/opt/vllm/executor/mp.py", line 8, in wait\n'
+    "(EngineCore pid=40) ERROR 05-01 10:00:09 [core.py:1] Exception: WorkerProc initialization failed due to an "
+    "exception in a background process. See stack trace for root cause.\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/vllm/entrypoints/api_server.py", line 3, in run_server\n'
+    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+)
+
+
+def test_a_failure_that_points_to_a_root_cause_no_process_wrote_is_a_silent_death() -> None:
+    """The reports point elsewhere and the worker wrote nothing (its last line is ordinary progress): it died without
+    a Python error, as when killed from outside. With the worker's own error in the log, that error decides."""
+    diagnosis = rules_alone(STARTED + SILENT_WORKER)
+    assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
+    own_error = SILENT_WORKER.replace(
+        "Starting to load model /models/m...\n",
+        "Starting to load model /models/m...\n(Worker pid=41) ERROR 05-01 10:00:03 [worker.py:1] Traceback (most "
+        'recent call last):\n(Worker pid=41) ERROR 05-01 10:00:03 [worker.py:1]   File "/opt/vllm/arg_utils.py", '
+        "line 5, in create_engine_config\n(Worker pid=41) ERROR 05-01 10:00:03 [worker.py:1] ValueError: "
+        "max_num_seqs (0) must be at least 1\n",
+    )
+    assert rules_alone(STARTED + own_error).diagnosis_class == "config_error"
+
+
+def test_a_process_that_finds_its_peer_gone_reports_the_peers_death() -> None:
+    text = (
+        STARTED + "(Worker pid=41) INFO 05-01 10:00:02 [loader.py:1] Loading weights took 0.10 seconds\n"
+        "(Worker pid=41) ERROR 05-01 10:00:04 [worker.py:1] Traceback (most recent call last):\n"
+        '(Worker pid=41) ERROR 05-01 10:00:04 [worker.py:1]   File "/opt/vllm/worker/queue.py", line 9, in send\n'
+        "(Worker pid=41) ERROR 05-01 10:00:04 [worker.py:1] BrokenPipeError: [Errno 32] Broken pipe\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "process_killed", diagnosis.why

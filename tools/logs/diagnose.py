@@ -49,7 +49,7 @@ from tools.logs.lifecycle import no_failure_decision, operator_stop, supervisor_
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
 from tools.logs.request_errors import answered_before_errors, request_errors, without
-from tools.logs.root_rules import hint_evidence, root_evidence
+from tools.logs.root_rules import hint_evidence, root_evidence, silent_death_evidence
 from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance, ready_after_failed_warmup
 from tools.logs.window import LogWindow, read_window
 
@@ -147,6 +147,8 @@ class Diagnoser:
                 found += drafter_load_evidence(found, self.library)
         found += exit_evidence(self.hints.exit_code, len(self.window.lines) - 1, self.library)
         found += kernel_evidence(self.hints.kernel_lines, len(self.window.lines) - 1, self.library)
+        if not any(item.diagnosis_class not in NO_FAILURE_CLASSES | {"unknown"} for item in found):
+            found += silent_death_evidence(events, root, self.library)
         if root is not None and not any(item.diagnosis_class not in NO_FAILURE_CLASSES for item in found):
             found.append(
                 Evidence(

@@ -33,7 +33,9 @@ KILLED_EXIT_CODES = (-9, 137)  # SIGKILL: the kernel OOM killer, an orchestrator
 SIGNAL_EXIT_CODES = (-11, 139)  # SIGSEGV: died in native code (an abort is often an interpreter check)
 
 
-EvidenceSource = Literal["signature", "component", "stack", "phase", "exit", "acceptance", "error", "hint"]
+EvidenceSource = Literal[
+    "signature", "component", "stack", "phase", "exit", "acceptance", "error", "hint", "silent_death"
+]
 
 
 @dataclass

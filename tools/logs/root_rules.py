@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 
 from tools.logs.components import failing_component
-from tools.logs.events import ErrorEvent
+from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.phase import Phase, last_phase
@@ -103,6 +103,9 @@ _SPECULATIVE_CONTEXT = re.compile(
     r"|eagle\w*_proposer|num_speculative_tokens['\"]?[=:] ?\d"
 )
 _SPECULATIVE_SCAN_CHARS = 4 * 1024 * 1024
+# What a process raises when the process it talks to is gone (a closed pipe or socket): a consequence.
+_PEER_GONE = re.compile(r"BrokenPipeError|EOFError|ConnectionResetError|ConnectionAbortedError|ZMQError")
+SILENT_DEATH_PRIORITY = 20  # above an unexplained error (10) and the engines' generic failure reports (12)
 # A process that died from a signal in native code; an interpreter's own fatal check
 # ("Fatal Python error: _PyObject_AssertFailed") is not one and stays unexplained.
 _SIGNAL_DEATH = re.compile(
@@ -304,3 +307,23 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             "a shape or weight mismatch while the engine runs speculative decoding (draft and target disagree)",
         )
     return found
+
+
+def silent_death_evidence(events: LogEvents, root: ErrorEvent | None, library: SignatureLibrary) -> list[Evidence]:
+    """Where nothing else explains a failure: its report points to a root cause that no process wrote (only echoes
+    such as "see root cause above"), or its first error is a process finding its peer gone (a broken pipe, a closed
+    socket). A process then died without a Python error of its own, as when it is killed from outside (a signal,
+    the OOM killer)."""
+    if root is not None and not (root.type is not None and _PEER_GONE.search(root.type)):
+        return []
+    echo = next((event for event in events.events if event.echo), None) if root is None else None
+    if root is None and echo is None:
+        return []
+    index = root.index if root is not None else echo.index if echo is not None else 0
+    why = (
+        f"the first error is a process finding its peer gone ({root.type}): that peer died without an error"
+        if root is not None
+        else "the failure points to a root cause that no process in the log wrote: a process died without an error"
+    )
+    remedies = list(library.class_remedies.get("process_killed", []))
+    return [Evidence("silent_death", "process_killed", SILENT_DEATH_PRIORITY, 0.55, index, why, remedies)]
