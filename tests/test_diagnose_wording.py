@@ -40,6 +40,7 @@ def rules_alone(text: str, hints: DiagnosisHints | None = None) -> Diagnosis:
         ("RuntimeError: EJ0003: Failed to bind the IP port 60001 for the collective's root info", "port_in_use"),
         ("RuntimeError: device 5: hccl allgather task timeout occurred on stream 12 after 1800s", "nccl_error"),
         ("RendezvousConnectionError: The connection to the C10d store has failed. See inner exception", "nccl_error"),
+        ("OverflowError: bind(): port must be 0-65535.", "config_error"),
     ],
 )
 def test_an_error_line_in_new_words_is_named_by_what_it_speaks_of(line: str, expected: str) -> None:
@@ -767,3 +768,13 @@ def test_a_process_that_finds_its_peer_gone_reports_the_peers_death() -> None:
     )
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
+
+
+def test_a_check_that_lists_the_values_it_accepts_names_an_option_to_change() -> None:
+    """A value refused with the list of valid ones is a setting to change, even when the component that checks it
+    (here the attention backend's selector) would otherwise explain a failure."""
+    selector = [("vllm/attention/selector.py", "resolve_backend")]
+    refused = rules_alone(_traceback(selector, "ValueError: no backend named 'TURBO'; valid options are: A, B"))
+    assert refused.diagnosis_class == "config_error", refused.why
+    failed = rules_alone(_traceback(selector, "RuntimeError: the paged kernel failed with an invalid launch shape"))
+    assert failed.diagnosis_class == "attention_backend_error", failed.why

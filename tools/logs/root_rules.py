@@ -69,6 +69,11 @@ _GPU_NAMED = re.compile(
     r"|Ampere|Hopper|Turing|Volta|Blackwell",
     re.IGNORECASE,
 )
+# A check that lists the values it accepts: the value given is an option to change.
+_VALID_CHOICES = re.compile(
+    r"[Vv]alid (?:options|choices|values|backends) (?:are|is|include)|must be one of|[Cc]hoose (?:one )?from"
+    r"|[Pp]ossible (?:values|choices)"
+)
 _REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
 _KERNEL_BUILD = re.compile(r"ninja|nvcc|Error building extension|build\.ninja|JIT compil|failed to compile", re.I)
 # Attention kernels by library or kernel name (a FlashInfer build is an attention one only when it builds
@@ -280,8 +285,8 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
         )
     if _refused_for_the_gpu(root):
         add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
-    elif _parallel_setting_refused(root):
-        add("config_error", SPECIFIC_PRIORITY, 0.7, "a check refused a parallelism setting (an option to change)")
+    elif _parallel_setting_refused(root) or (root.kind != "crash" and _VALID_CHOICES.search(root.message)):
+        add("config_error", SPECIFIC_PRIORITY, 0.7, "a check refused a setting's value (an option to change)")
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
     if component == "speculative" and _MODEL_MISSING.search(root.message):
