@@ -13,6 +13,7 @@ from typing import Any, get_args
 
 import pytest
 from support.cli import run_agent
+from support.real_vllm_index import read_index, write_index
 
 from tools.logs.library import DiagnosisClass
 
@@ -71,3 +72,13 @@ def test_the_blind_real_vllm_cases_are_new_real_logs_with_their_first_measuremen
         cases = [case for case in BLIND_CASES if case["blind_set"] == blind_set]
         assert len(cases) == count
         assert sum(case["first_class"] == case["expected_class"] for case in cases) == right
+
+
+def test_rewriting_an_index_keeps_what_its_header_says_about_the_set(tmp_path: Path) -> None:
+    """The capture tool rewrites an index after a capture: the blind sets' own header lines and every measured field
+    (first measurements included) survive it."""
+    copy = tmp_path / "index.toml"
+    copy.write_text((BLIND / "index.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    write_index(read_index(copy), copy, "0.32.0")
+    assert copy.read_text(encoding="utf-8") == (BLIND / "index.toml").read_text(encoding="utf-8")
+    assert "# Blind set 19:" in copy.read_text(encoding="utf-8")

