@@ -69,7 +69,9 @@ def test_sigkill_mid_step_then_resume_loses_nothing_and_repeats_nothing(tmp_path
 
 def test_two_agents_on_one_state_directory_exactly_one_runs(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
-    first = start_agent("run", "-g", "first", "--script", _plan(tmp_path), "--state-dir", state_dir)
+    first = start_agent(
+        "run", "-g", "first", "--script", _plan(tmp_path, wait_seconds=600), "--state-dir", state_dir
+    )  # held until the test ends it: the other commands must meet it running, however slow they start
     try:
         assert wait_for(lambda: _intent_of(state_dir, "wait"))
         for command in (

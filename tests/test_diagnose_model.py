@@ -157,7 +157,7 @@ def test_the_committed_model_and_its_bands_are_what_the_corpus_trains() -> None:
         text=True,
         cwd=REPO_ROOT,
         env=agent_environment(),
-        timeout=300,
+        timeout=900,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]

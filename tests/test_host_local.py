@@ -33,7 +33,7 @@ def test_run_timeout_kills_the_whole_group(tmp_path: Path) -> None:
         "import subprocess, time; child = subprocess.Popen(['sleep', '60']);"
         " print(child.pid, flush=True); time.sleep(60)"
     )
-    result = LocalHost(exit_dir=tmp_path).run([sys.executable, "-c", script], timeout=1.0)
+    result = LocalHost(exit_dir=tmp_path).run([sys.executable, "-c", script], timeout=10.0)
     assert result.timed_out and result.exit_code is None
     grandchild = int(result.stdout.split()[0])
     assert wait_for(

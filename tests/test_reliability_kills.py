@@ -190,8 +190,8 @@ def test_notification_targets_killed_mid_way_are_recorded_and_do_not_stop_the_ru
     assert receiver.stdout is not None and receiver.stdout.readline().strip() == "ready"
     (state_dir / "agent.toml").write_text(
         f'[notify]\nchannels = ["webhook:http://127.0.0.1:{port}/hook", "webhook:{http_receiver.url()}", '
-        f'"email:oncall@example.test"]\nattempts = 2\nretry_wait_seconds = 0.01\ntimeout_seconds = 2\n'
-        f'[notify.smtp]\nhost = "127.0.0.1"\nport = {smtp_sink.port}\ntimeout_seconds = 2\n'
+        f'"email:oncall@example.test"]\nattempts = 2\nretry_wait_seconds = 0.01\ntimeout_seconds = 30\n'
+        f'[notify.smtp]\nhost = "127.0.0.1"\nport = {smtp_sink.port}\ntimeout_seconds = 30\n'
     )
     script = write_script(
         tmp_path / "plan.json", [{"ask": "Reset GPU 3?", "evidence": ["Xid 79"]}, {"finish": "served"}]

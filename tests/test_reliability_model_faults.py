@@ -165,9 +165,12 @@ def check(outcome: SoakOutcome) -> tuple[int, int]:
     assert -late_answers <= unexplained <= outcome.timeouts, (http_faults, outcome.retries, outcome.timeouts)
     assert len(outcome.questions) == outcome.runs - 1
     # Each malformed call went back to the model as an error result naming the problem.
+    # A malformed turn that missed the client's timeout was never received, so no result can name it.
     results = {result.call_id: result for request in requests for result in request.tool_results()}
-    for call_id in model.malformed_ids:
-        assert call_id in results, f"no result was sent for the malformed call {call_id}"
+    unanswered = [call_id for call_id in model.malformed_ids if call_id not in results]
+    assert len(unanswered) <= outcome.timeouts, f"no result was sent for the malformed calls {unanswered}"
+    assert not model.malformed_ids or len(unanswered) < len(model.malformed_ids)
+    for call_id in set(model.malformed_ids) - set(unanswered):
         assert results[call_id].is_error and "not valid JSON" in results[call_id].content
     # Every turn the client received was accounted; a turn that missed the client's timeout under load
     # was answered by the server but never received (``unexplained`` counts those retries).

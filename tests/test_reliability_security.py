@@ -288,7 +288,7 @@ def test_a_destructive_command_blocks_the_run_until_approved_and_runs_once(
 @pytest.mark.parametrize("command", ["run", "resume"])
 def test_agents_racing_for_one_state_directory_exactly_one_runs(command: str, tmp_path: Path) -> None:
     rounds, racers = (10, 6) if heavy() else (1, 4)
-    hold = {"tool": "wait", "arguments": {"seconds": 30, "reason": "hold the directory"}}
+    hold = {"tool": "wait", "arguments": {"seconds": 600, "reason": "hold the directory"}}  # ended by the test
     script = write_script(
         tmp_path / "plan.json", [*([{"ask": "ready?"}] if command == "resume" else []), hold, {"finish": "ok"}]
     )

@@ -153,7 +153,7 @@ def test_the_oom_killer_ends_a_load_that_needs_more_host_memory(tmp_path: Path) 
 def test_a_crash_while_serving_comes_after_the_engine_served(tmp_path: Path) -> None:
     host = _host(
         tmp_path,
-        '[[rules]]\nname = "scheduler watchdog"\noutcome = "crash"\nat = "serving"\nafter_seconds = 2000.0\n'
+        '[[rules]]\nname = "scheduler watchdog"\noutcome = "crash"\nat = "serving"\nafter_seconds = 10000.0\n'
         "log = ['{prefix}Watchdog timeout (self.watchdog_timeout=300)']\n",
         time_scale=1000.0,
     )

@@ -39,7 +39,7 @@ def agent_environment(**extra: str) -> dict[str, str]:
 
 
 def run_agent(
-    *arguments: str | Path, environment: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 60.0
+    *arguments: str | Path, environment: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300.0
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m agent ARGUMENTS`` to completion, capturing its output."""
     return subprocess.run(
@@ -71,7 +71,7 @@ def write_script(path: Path, decisions: list[Any], when_done: str = "ask") -> Pa
     return path
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, interval: float = 0.02) -> bool:
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0, interval: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -75,7 +75,7 @@ class NamespacedNodes:
             f'[[hosts]]\ntarget = "{alias}"\npython = "/usr/bin/python3"\nremote_dir = "{self.remote_dir}"\n\n'
             for alias in self.aliases
         )
-        (state_dir / "agent.toml").write_text(entries + "[ssh]\nconnect_timeout_seconds = 5\n")
+        (state_dir / "agent.toml").write_text(entries + "[ssh]\nconnect_timeout_seconds = 30\n")
 
     @property
     def ssh_config(self) -> Path:
@@ -95,7 +95,7 @@ class NamespacedNodes:
             run_id="tests",
             remote_dir=str(self.remote_dir),
             write_roots=write_roots,
-            connect_timeout=5,
+            connect_timeout=30,
         )
 
     def environment(self) -> dict[str, str]:

@@ -34,7 +34,7 @@ def stop_leftovers(state_dir: Path) -> None:
 
 
 def run_scenario(
-    scenario: str, goal: str, state_dir: Path, timeout: float = 240.0
+    scenario: str, goal: str, state_dir: Path, timeout: float = 900.0
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     result = run_agent(
         "run", "--goal", goal, "--sim", scenario, "--state-dir", state_dir, "--policy", "runbook", timeout=timeout

@@ -178,7 +178,7 @@ class EngineProcess:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8")
 
-    def wait_exit(self, timeout: float = 10.0) -> int:
+    def wait_exit(self, timeout: float = 120.0) -> int:
         return self.process.wait(timeout=timeout)
 
     def stop(self) -> None:
