@@ -20,6 +20,11 @@ def rules_alone(text: str, hints: DiagnosisHints | None = None) -> Diagnosis:
     return diagnose_text(text, hints, model=LearnedModel())
 
 
+def _traceback(frames: list[tuple[str, str]], message: str) -> str:
+    lines = [f'  File "/usr/lib/python3.12/site-packages/{path}", line 7, in {function}\n' for path, function in frames]
+    return f"{STARTED}Traceback (most recent call last):\n{''.join(lines)}{message}\n"
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
@@ -679,10 +684,7 @@ def test_a_ready_line_right_after_a_failed_warm_up_is_not_healthy() -> None:
     assert rules_alone(passed).diagnosis_class == "healthy"
 
 
-LOADER_FRAME = (
-    '  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 9, '
-    "in load_weights\n"
-)
+LOADER = [("vllm/model_executor/model_loader/default_loader.py", "load_weights")]
 
 
 @pytest.mark.parametrize(
@@ -705,14 +707,8 @@ def test_a_refused_parallelism_setting_is_an_option_to_change_even_inside_the_lo
 ) -> None:
     """A check in the loader that refuses a parallelism setting names an option to change, not a broken model; a
     shape the checkpoint does not have is the model's, and a refusal for the GPU generation is the GPU's."""
-    text = f"{STARTED}Traceback (most recent call last):\n{LOADER_FRAME}{message}\n"
-    diagnosis = rules_alone(text)
+    diagnosis = rules_alone(_traceback(LOADER, message))
     assert diagnosis.diagnosis_class == expected, diagnosis.why
-
-
-def _traceback(frames: list[tuple[str, str]], message: str) -> str:
-    lines = [f'  File "/usr/lib/python3.12/site-packages/{path}", line 7, in {function}\n' for path, function in frames]
-    return f"{STARTED}Traceback (most recent call last):\n{''.join(lines)}{message}\n"
 
 
 def test_an_error_deep_inside_the_warm_up_is_the_warm_ups_wherever_its_frame_is() -> None:

@@ -21,7 +21,8 @@ Each rule reads one property of the first real error, never the wording of one k
   ``spec_decode_problem``, above the wording that names a missing model in general;
 - a check that refuses something on this GPU (its compute capability or generation named) is
   ``unsupported_arch``, and one that refuses a parallelism setting (tensor, pipeline, data, expert
-  parallelism) is ``config_error``, whichever component raised it (the loader often does).
+  parallelism) or a value it lists the valid ones for is ``config_error``, whichever component raised
+  it (the loader often does).
 """
 
 from __future__ import annotations
@@ -160,20 +161,18 @@ def _kernel_build_failure(root: ErrorEvent) -> bool:
     return bool(_ATTENTION_KERNEL.search(named))
 
 
-def _parallel_setting_refused(root: ErrorEvent) -> bool:
-    """The error is a check that refuses a parallelism setting (not a crash, not about the GPU generation)."""
+def _refusal_class(root: ErrorEvent) -> DiagnosisClass | None:
+    """What a check that refuses something names: this GPU (its compute capability or generation), or a setting's
+    value (a parallelism setting, or a value refused with the list of valid ones). None for a crash or another
+    error."""
+    if root.kind == "crash":
+        return None
     message = root.message
-    return (
-        root.kind != "crash"
-        and _PARALLEL_SETTING.search(message) is not None
-        and _REFUSED.search(message) is not None
-        and _GPU_GENERATION.search(message) is None
-    )
-
-
-def _refused_for_the_gpu(root: ErrorEvent) -> bool:
-    """The error is a check that refuses something on this GPU (its compute capability, its generation)."""
-    return root.kind != "crash" and bool(_REFUSED.search(root.message)) and bool(_GPU_NAMED.search(root.message))
+    refused = _REFUSED.search(message) is not None
+    if refused and _GPU_NAMED.search(message):
+        return "unsupported_arch"
+    parallel = refused and _PARALLEL_SETTING.search(message) and not _GPU_GENERATION.search(message)
+    return "config_error" if parallel or _VALID_CHOICES.search(message) else None
 
 
 def _custom_all_reduce(root: ErrorEvent) -> bool:
@@ -283,10 +282,11 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
-    if _refused_for_the_gpu(root):
-        add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
-    elif _parallel_setting_refused(root) or (root.kind != "crash" and _VALID_CHOICES.search(root.message)):
-        add("config_error", SPECIFIC_PRIORITY, 0.7, "a check refused a setting's value (an option to change)")
+    refusal = _refusal_class(root)
+    if refusal == "unsupported_arch":
+        add(refusal, SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
+    elif refusal == "config_error":
+        add(refusal, SPECIFIC_PRIORITY, 0.7, "a check refused a setting's value (an option to change)")
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
     if component == "speculative" and _MODEL_MISSING.search(root.message):
@@ -319,16 +319,15 @@ def silent_death_evidence(events: LogEvents, root: ErrorEvent | None, library: S
     such as "see root cause above"), or its first error is a process finding its peer gone (a broken pipe, a closed
     socket). A process then died without a Python error of its own, as when it is killed from outside (a signal,
     the OOM killer)."""
-    if root is not None and not (root.type is not None and _PEER_GONE.search(root.type)):
-        return []
-    echo = next((event for event in events.events if event.echo), None) if root is None else None
-    if root is None and echo is None:
-        return []
-    index = root.index if root is not None else echo.index if echo is not None else 0
-    why = (
-        f"the first error is a process finding its peer gone ({root.type}): that peer died without an error"
-        if root is not None
-        else "the failure points to a root cause that no process in the log wrote: a process died without an error"
-    )
+    if root is not None:
+        if root.type is None or not _PEER_GONE.search(root.type):
+            return []
+        index, why = root.index, f"the first error is a process finding its peer gone ({root.type}): that peer died"
+    else:
+        echo = next((event for event in events.events if event.echo), None)
+        if echo is None:
+            return []
+        index, why = echo.index, "the failure points to a root cause that no process in the log wrote"
+    why += " without an error of its own"
     remedies = list(library.class_remedies.get("process_killed", []))
     return [Evidence("silent_death", "process_killed", SILENT_DEATH_PRIORITY, 0.55, index, why, remedies)]
