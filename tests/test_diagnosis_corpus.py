@@ -79,7 +79,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert parts["tune"]["healthy_flagged"] == len(flagged)
     if "real_vllm" in parts:
         assert parts["real_vllm"]["accuracy"] >= 0.9, parts["real_vllm"]
-    # Blind set 17 (real vLLM cases provoked blind): 16/21 at its first measurement; three judgement calls remain.
+    # Blind sets 17 and 19 (real vLLM cases provoked blind): 16/21 and 16/20 at their first measurements.
     assert parts["real_vllm_blind"]["count"] == 41 and parts["real_vllm_blind"]["accuracy"] >= 0.8
     total = sum(part["count"] for part in parts.values())
     assert total >= 80

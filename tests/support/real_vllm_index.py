@@ -54,7 +54,7 @@ STEPS: dict[str, str] = {
     "process titled VLLM::Worker>",
     "abort_engine_core_loading": "run the command; once the log shows 'Starting to load model': kill -ABRT <pid of "
     "the process titled VLLM::EngineCore>",
-    "stop_sigterm_streaming": "after /health answers 200 and two requests: start a streamed completion of 2000 "
+    "stop_sigterm_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
     "tokens; once its first tokens arrive: kill -TERM <pid of the API server>",
 }
 DEFINITION = (
@@ -183,15 +183,15 @@ def _table(entry: Entry) -> list[str]:
     return [*lines, ""]
 
 
+STANDARD_HEADER_LINES = 4  # the lines write_index itself begins every index with
+
+
 def _kept_header(path: Path) -> list[str]:
     """The comment lines an existing index carries after the standard header (what a set is, how it was measured)."""
     if not path.exists():
         return []
     head = path.read_text(encoding="utf-8").split("[[cases]]", 1)[0].splitlines()
     return [line for line in head if line.startswith("#")][STANDARD_HEADER_LINES:]
-
-
-STANDARD_HEADER_LINES = 4
 
 
 def write_index(entries: list[Entry], path: Path, engine_version: str) -> None:
