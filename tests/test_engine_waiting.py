@@ -70,9 +70,10 @@ def test_settings_the_engines_print_are_read_under_launch_config_names() -> None
     assert vllm == {"context_length": 1024, "disable_cuda_graph": False, "mem_fraction": 0.8}
 
 
-def _slow_load(tmp_path: Path) -> SimHost:
-    # 6000 simulated seconds at 1000x: about 6 s of loading, a shard (of 8) done every 0.75 s.
-    scenario = write_scenario(tmp_path, load=6000.0, progress_interval=200.0, time_scale=1000.0)
+def _slow_load(tmp_path: Path, load_seconds: float = 6.0) -> SimHost:
+    # At 1000x: load_seconds of loading on the wall clock, a progress line every 1/30 of it.
+    load = load_seconds * 1000.0
+    scenario = write_scenario(tmp_path, load=load, progress_interval=load / 30, time_scale=1000.0)
     return SimHost.from_scenario(str(scenario), tmp_path / "state")
 
 
@@ -87,10 +88,11 @@ def _launch(host: SimHost, **extra: object) -> dict[str, object]:
 
 
 def test_a_load_past_the_base_timeout_is_waited_for_while_it_progresses(tmp_path: Path) -> None:
-    host = _slow_load(tmp_path)
-    # The base deadline (3 s) passes long before the load ends; the measured rate moves it. Silence is judged a hang
-    # only after 20 s, so a starved test machine is not mistaken for a hung engine.
-    context = make_context(tmp_path, host=host, load_timeout_seconds=3.0, hang_after_seconds=20.0)
+    host = _slow_load(tmp_path, load_seconds=30.0)
+    # The base deadline (12 s) passes long before the load (30 s) ends; the measured rate moves it. The base only has
+    # to cover the stand-in's start-up and its first shard (8 s and 2 s on a starved machine). Silence is judged a
+    # hang only after 20 s, so a starved test machine is not mistaken for a hung engine.
+    context = make_context(tmp_path, host=host, load_timeout_seconds=12.0, hang_after_seconds=20.0)
     try:
         result = REGISTRY.execute("launch_engine", _launch(host), context)
         assert result.ok and result.output is not None, result.error

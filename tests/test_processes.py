@@ -138,16 +138,18 @@ def _group(pgid: int) -> list[psutil.Process]:
 
 
 def test_the_supervisor_ends_workers_the_command_left_behind(tmp_path: Path) -> None:
-    """The command exits and leaves a worker that ignores SIGTERM (as an engine's workers can): the supervisor
-    ends it (SIGKILL after the grace), says so in the log, and records the command's own exit code."""
+    """The command exits, once its worker says it ignores SIGTERM (as an engine's workers can), and leaves the
+    worker behind: the supervisor ends it (SIGKILL after the grace), says so in the log, and records the command's
+    own exit code."""
     context = make_context(tmp_path)
     script = (
-        "import subprocess, sys, time; worker = subprocess.Popen([sys.executable, sys.argv[1], '--ignore-term']);"
-        " print('worker', worker.pid, flush=True); time.sleep(1.5); sys.exit(3)"
+        "import subprocess, sys; worker = subprocess.Popen([sys.executable, sys.argv[1], '--ignore-term'],"
+        " stdout=subprocess.PIPE, text=True); print('worker', worker.pid, flush=True);"
+        " print(worker.stdout.readline().strip(), flush=True); sys.exit(3)"
     )
     record = start_process(context, name="engine", argv=[sys.executable, "-c", script, fake("sleeper.py")])
     log = Path(record.log_path)
-    assert wait_for(lambda: "sleeper started" in log.read_text())
+    assert wait_for(lambda: "sleeper started" in log.read_text(), timeout=60)
     worker = psutil.Process(int(log.read_text().split("worker ", 1)[1].split()[0]))
     assert wait_for(lambda: not context.host.status(record.pid, record.create_time).alive, timeout=60)
     assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE

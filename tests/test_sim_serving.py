@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from support.sim import EngineProcess, free_port, http_get, http_post, wait_healthy, write_scenario
 
+from twin.engine.scheduler import aggregate_rate
 from twin.layout import SimLayout, materialize
 from twin.loader import load_scenario
 from twin.quality import per_position_from_length, write_quality
@@ -130,7 +132,7 @@ def test_information_endpoints_and_metric_names(serving: tuple[int, EngineProces
 
 
 def test_throughput_grows_with_concurrency_up_to_the_peak(serving: tuple[int, EngineProcess]) -> None:
-    port, _ = serving
+    port, engine = serving
 
     async def run(concurrency: int) -> float:
         async with httpx.AsyncClient(timeout=30) as client:
@@ -147,8 +149,18 @@ def test_throughput_grows_with_concurrency_up_to_the_peak(serving: tuple[int, En
             return tokens / (time.perf_counter() - started)
 
     single, eight = asyncio.run(run(1)), asyncio.run(run(8))
-    assert 60 <= single <= 110  # 100 tok/s, less the 50 ms first-token time
-    assert 1.5 * single <= eight <= 440  # scenario peak 400 tok/s
+    # A stalled machine only lowers a wall-clock rate, so the bounds above the scenario's rates are firm; the low
+    # ones only catch a wrong unit. That the eight requests were batched is read from the engine's own log.
+    assert 10 <= single <= 110  # 100 tok/s, less the 50 ms first-token time
+    assert 10 <= eight <= 440  # scenario peak 400 tok/s
+    running = [int(match) for match in re.findall(r"Prefill batch, .*#running-req: (\d+)", engine.log_path.read_text())]
+    assert max(running) >= 2, running
+
+
+def test_the_aggregate_rate_grows_with_the_batch_and_saturates_at_the_peak() -> None:
+    rates = [aggregate_rate(running, single=100.0, peak=400.0) for running in (1, 2, 4, 8, 64)]
+    assert rates == sorted(rates)
+    assert 94 < rates[0] <= 100 and 370 < rates[3] < 400 and 399 < rates[4] <= 400
 
 
 def test_a_garbling_modifier_makes_repeated_tokens(tmp_path: Path) -> None:
