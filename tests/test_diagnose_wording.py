@@ -774,3 +774,21 @@ def test_a_check_that_lists_the_values_it_accepts_names_an_option_to_change() ->
     assert refused.diagnosis_class == "config_error", refused.why
     failed = rules_alone(_traceback(selector, "RuntimeError: the paged kernel failed with an invalid launch shape"))
     assert failed.diagnosis_class == "attention_backend_error", failed.why
+
+
+def test_a_shape_mismatch_while_the_drafters_graph_is_captured_is_the_drafter() -> None:
+    def capture(frames: list[tuple[str, str]], reason: str) -> str:
+        lines = "".join(f'  File "/venv/site-packages/sglang/srt/{path}", line 9, in {name}\n' for path, name in frames)
+        return (
+            "[2026-02-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2)\n"
+            f"Traceback (most recent call last):\n{lines}Exception: Capture cuda graph failed: {reason}\n"
+        )
+
+    drafter = [("managers/scheduler.py", "__init__"), ("speculative/draft_worker.py", "init_graphs")]
+    drafter.append(("speculative/draft_graph_runner.py", "__init__"))
+    target = [("managers/scheduler.py", "__init__"), ("model_executor/cuda_graph_runner.py", "__init__")]
+    shapes = "size mismatch between tensors of 5120 and 4096 columns"
+    assert rules_alone(capture(drafter, shapes)).diagnosis_class == "spec_decode_problem"
+    assert rules_alone(capture(target, shapes)).diagnosis_class == "cuda_graph_capture_failure"
+    captured = "operation not permitted when stream is capturing"
+    assert rules_alone(capture(drafter, captured)).diagnosis_class == "cuda_graph_capture_failure"

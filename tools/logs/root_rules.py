@@ -15,8 +15,9 @@ Each rule reads one property of the first real error, never the wording of one k
   (checkpoint and model disagree) unless it is a drafter's weight or one a drafter shares with its
   target (the embedding, the LM head);
 - a tensor shape or size mismatch, or a drafter's missing weight, in a log whose engine runs
-  speculative decoding is ``spec_decode_problem`` (draft and target disagree far more often than the
-  target alone is broken);
+  speculative decoding (its configuration, or the failing stack passing through speculative code) is
+  ``spec_decode_problem`` (draft and target disagree far more often than the target alone is broken),
+  also when the drafter's CUDA graph was being captured: a shape mismatch is not what capture gets wrong;
 - a model that cannot be found while the speculative configuration is built is the drafter:
   ``spec_decode_problem``, above the wording that names a missing model in general;
 - a check that refuses something on this GPU (its compute capability or generation named) is
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from tools.logs.components import failing_component
+from tools.logs.components import failing_component, frame_component
 from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
@@ -42,6 +43,8 @@ CRASH_PRIORITY = 62
 # Above the generic "weights do not match the model" signatures: with a drafter loaded, a mismatch is far
 # more often the drafter's than the target's.
 SPECULATIVE_MISMATCH_PRIORITY = 85
+# Above the capture failure's own signatures (90): the capture only ran the drafter whose shapes disagree.
+DRAFTER_CAPTURE_MISMATCH_PRIORITY = 91
 HINT_PRIORITY = 4  # below an unexplained error (10) and far enough not to contest it
 _PHASE_HINT: dict[str, tuple[DiagnosisClass, str]] = {
     "launch": ("config_error", "it failed right after launch, where the engine checks its arguments"),
@@ -187,6 +190,11 @@ def _mismatch(root: ErrorEvent) -> bool:
     return bool(_MISMATCH.search(root.message))
 
 
+def _through_speculative(root: ErrorEvent) -> bool:
+    """The failing stack passes through speculative decoding's code (the drafter's worker or runner)."""
+    return any(frame_component(frame) == "speculative" for frame in root.frames)
+
+
 def _crashed_in_nccl(root: ErrorEvent, window: LogWindow) -> bool:
     """The crash report (its stack and the lines right after its banner) names NCCL's code."""
     if any(_NCCL_SYMBOL.search(f"{frame.path} {frame.function}") for frame in root.frames):
@@ -304,10 +312,11 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the checkpoint has no weight of this name for the model the engine built (checkpoint and model disagree)",
         )
-    elif component != "speculative" and _mismatch(root) and speculative_in_use(window):
+    elif component != "speculative" and _mismatch(root) and (_through_speculative(root) or speculative_in_use(window)):
+        drafter_capture = component == "cuda_graph" and _through_speculative(root)
         add(
             "spec_decode_problem",
-            SPECULATIVE_MISMATCH_PRIORITY,
+            DRAFTER_CAPTURE_MISMATCH_PRIORITY if drafter_capture else SPECULATIVE_MISMATCH_PRIORITY,
             0.7,
             "a shape or weight mismatch while the engine runs speculative decoding (draft and target disagree)",
         )
