@@ -792,3 +792,49 @@ def test_a_shape_mismatch_while_the_drafters_graph_is_captured_is_the_drafter() 
     assert rules_alone(capture(target, shapes)).diagnosis_class == "cuda_graph_capture_failure"
     captured = "operation not permitted when stream is capturing"
     assert rules_alone(capture(drafter, captured)).diagnosis_class == "cuda_graph_capture_failure"
+
+
+def test_a_traceback_logged_with_a_level_column_on_every_line_is_read_and_its_config_lookup_is_the_model() -> None:
+    frames = [
+        ("sglang/srt/managers/scheduler.py", "__init__"),
+        ("transformers/models/auto/configuration_auto.py", "from_pretrained"),
+        ("transformers/models/auto/configuration_auto.py", "__getitem__"),
+    ]
+    plain = _traceback(frames, "KeyError: 'mystery_moe'").replace(STARTED, "")
+    logged = "".join(f"[2026-03-01 09:00:00] ERROR: {line}\n" for line in plain.splitlines())
+    diagnosis = rules_alone(logged)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.component == "model_config"
+    assert diagnosis.diagnosis_class == "model_load_error", diagnosis.why
+
+
+def test_a_size_that_does_not_divide_is_a_setting_wherever_it_is_checked() -> None:
+    text = _traceback(
+        [("sglang/srt/layers/linear.py", "__init__"), ("sglang/srt/distributed/utils.py", "ensure_divisibility")],
+        "AssertionError: 40 is not divisible by 3",
+    )
+    assert rules_alone(text).diagnosis_class == "config_error"
+
+
+def test_a_debuggers_interrupt_is_neither_a_death_nor_a_stop() -> None:
+    stack = (
+        'Thread 1 "all_gather_perf" received signal SIGINT, Interrupt.\n'
+        "0x00007f0000000001 in sched_yield () at ../sysdeps/unix/syscall-template.S:78\n"
+        "(gdb) bt\n"
+        "#0  0x00007f0000000001 in sched_yield () at ../sysdeps/unix/syscall-template.S:78\n"
+        "#1  0x0000550000000002 in testStreamSynchronize (ngpus=4, streams=0x1, comms=0x2) at common.cu:478\n"
+        "#2  0x0000550000000003 in TimeTest (args=0x3, type=ncclInt8, op=ncclSum, root=-1) at common.cu:696\n"
+    )
+    diagnosis = rules_alone("# nThread 1 nGpus 4 minBytes 8 maxBytes 1048576\n" + stack)
+    assert diagnosis.diagnosis_class not in ("process_killed", "stopped"), diagnosis.why
+    crashed = stack.replace("SIGINT, Interrupt.", "SIGSEGV, Segmentation fault.")
+    assert rules_alone(crashed).diagnosis_class == "process_killed"
+
+
+def test_a_model_config_that_names_no_architecture_is_the_model() -> None:
+    text = (
+        STARTED + "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, No model architectures are specified [type=value_error, input_value=ArgsKwargs((), {})]\n"
+    )
+    assert rules_alone(text).diagnosis_class == "model_load_error"
+    warned = STARTED + "WARNING 05-01 10:00:01 [registry.py:1] No model architectures are specified\n"
+    assert rules_alone(warned).diagnosis_class != "model_load_error"

@@ -77,7 +77,8 @@ _TABLE: list[tuple[Component, str, str]] = [
     ),
     (
         "model_config",
-        r"transformers_utils/config|models/registry|configuration_utils|huggingface_hub|hf_transformers_utils",
+        r"transformers_utils/config|models/registry|configuration_utils|models/auto/configuration_auto|huggingface_hub"
+        r"|hf_transformers_utils",
         r"^(?:get_config|_try_inspect\w*)$",
     ),
     # Loading the model's tokenizer (vLLM's tokenizer registry, transformers' tokenizer classes, SGLang's

@@ -45,9 +45,10 @@ _SEVERAL_RANKS = re.compile(
     r"|\(RayWorkerWrapper pid=|\(VllmWorkerProcess pid=|Worker_TP[1-9]"
     r"|\bTP[1-9]\d*\b|\brank[= ][1-9]\d*\b|\bRANK [1-9]|\bDP[1-9]\d* TP\d"
 )
-# The engine saying it received an operator's interrupt or termination signal.
+# The engine saying it received an operator's interrupt or termination signal. A debugger's "received signal
+# SIGINT, Interrupt." is the operator pausing a live process to read its stack, not stopping it.
 _OPERATOR_SIGNAL = re.compile(
-    r"received signal=?\s*SIG(?:INT|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
+    r"received signal=?\s*SIG(?:INT(?!, Interrupt\.)|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
     r"|\^C|KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
 )
 # Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.

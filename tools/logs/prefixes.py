@@ -1,7 +1,8 @@
 """Taking a log line apart: the decorations around the text an engine wrote, and the text itself.
 
 Engine logs reach diagnosis wrapped in layers: terminal colour codes, ``docker compose`` service
-columns, quoting from a bug report, timestamps, log-level headers (``ERROR 05-23 09:31:47 [core.py:396]``),
+columns, quoting from a bug report, timestamps, log-level headers (``ERROR 05-23 09:31:47 [core.py:396]``,
+``ERROR:``),
 process tags (``(EngineCore_DP0 pid=123)``, ``(VllmWorker rank=0 pid=9)``) and rank tags (``[rank1]:``,
 ``[2025-03-11 15:02:53 TP3]``). :func:`split_line` peels them off in any order and returns the message
 with the rank or process that wrote it, so that a traceback printed by eight ranks at once can be
@@ -27,6 +28,8 @@ _PREFIXES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"\[(?P<origin>rank\d+)\]:\s?"), False),  # torch elastic / c10d rank prefix
     (re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) \d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\]\s?"), True),
     (re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?P<origin> (?:[A-Z]{2,3}\d+ ?)+)?\]\s?"), True),  # SGLang
+    # Python logging's default and uvicorn's "LEVEL:" column, also repeated on every line of a logged traceback
+    (re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+(?=\S)"), False),
     (re.compile(r"\d{4}-\d\d-\d\d [\d:,.]+ - [\w.]+ - (?P<level>[A-Z]+) - "), True),  # Python logging format
     (re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [A-Z] \d+ \d+\] [\w.]+:\d+: "), False),  # Ray's C++ logger
     # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877]

@@ -22,8 +22,8 @@ Each rule reads one property of the first real error, never the wording of one k
   ``spec_decode_problem``, above the wording that names a missing model in general;
 - a check that refuses something on this GPU (its compute capability or generation named) is
   ``unsupported_arch``, and one that refuses a parallelism setting (tensor, pipeline, data, expert
-  parallelism) or a value it lists the valid ones for is ``config_error``, whichever component raised
-  it (the loader often does).
+  parallelism), a value it lists the valid ones for, or a size that does not divide another is
+  ``config_error``, whichever component raised it (the loader and the distributed layer often do).
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ _GPU_GENERATION = re.compile(
 _PARALLEL_SETTING = re.compile(
     r"\b(?:with|for|under|and) (?:TP|PP|DP|EP)\b|\b(?:tensor|pipeline|data|expert|context|sequence)[ _-]?parallel", re.I
 )
+# A size check: the parallel size (or a block or batch size) does not divide the model's dimensions. Whichever
+# code checks it (often the distributed layer splitting the model), it is the setting to change.
+_DIVISIBILITY = re.compile(r"\b(?:is not|must be|should be) (?:evenly )?divisible by\b")
 # The GPU itself named (not "architecture", which also names a model's architecture).
 _GPU_NAMED = re.compile(
     r"compute capability|\bsm[_ ]?\d{2,3}\b|this GPU|GPUs? (?:is|are) not supported|device is not supported"
@@ -166,8 +169,8 @@ def _kernel_build_failure(root: ErrorEvent) -> bool:
 
 def _refusal_class(root: ErrorEvent) -> DiagnosisClass | None:
     """What a check that refuses something names: this GPU (its compute capability or generation), or a setting's
-    value (a parallelism setting, or a value refused with the list of valid ones). None for a crash or another
-    error."""
+    value (a parallelism setting, a value refused with the list of valid ones, a size that does not divide
+    another). None for a crash or another error."""
     if root.kind == "crash":
         return None
     message = root.message
@@ -175,7 +178,7 @@ def _refusal_class(root: ErrorEvent) -> DiagnosisClass | None:
     if refused and _GPU_NAMED.search(message):
         return "unsupported_arch"
     parallel = refused and _PARALLEL_SETTING.search(message) and not _GPU_GENERATION.search(message)
-    return "config_error" if parallel or _VALID_CHOICES.search(message) else None
+    return "config_error" if parallel or _VALID_CHOICES.search(message) or _DIVISIBILITY.search(message) else None
 
 
 def _custom_all_reduce(root: ErrorEvent) -> bool:
