@@ -40,7 +40,12 @@ KILLS = {
     "kill_engine_core": ("VLLM::EngineCore", signal.SIGKILL),
     "segv_worker": ("VLLM::Worker", signal.SIGSEGV),
 }
-SERVER_SIGNALS = {"kill_server": signal.SIGKILL, "stop_sigterm": signal.SIGTERM, "stop_sigint": signal.SIGINT}
+SERVER_SIGNALS = {
+    "kill_server": signal.SIGKILL,
+    "stop_sigterm": signal.SIGTERM,
+    "stop_sigint": signal.SIGINT,
+    "hangup_server": signal.SIGHUP,
+}
 WHILE_LOADING = {
     "kill_server_loading": ("", signal.SIGKILL),
     "stop_sigterm_loading": ("", signal.SIGTERM),

@@ -32,6 +32,7 @@ Action = Literal[
     "kill_worker_loading",  # SIGKILL the VLLM::Worker process once it starts to load the model
     "abort_engine_core_loading",  # SIGABRT the VLLM::EngineCore process once the worker starts to load the model
     "stop_sigterm_streaming",  # reach ready, then SIGTERM the server while a long streamed completion runs
+    "hangup_server",  # reach ready, then SIGHUP the API server (as when its terminal closes)
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -56,6 +57,7 @@ STEPS: dict[str, str] = {
     "the process titled VLLM::EngineCore>",
     "stop_sigterm_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
     "tokens; once its first tokens arrive: kill -TERM <pid of the API server>",
+    "hangup_server": "after /health answers 200 and two requests: kill -HUP <pid of the API server>",
 }
 DEFINITION = (
     "id",

@@ -58,6 +58,7 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     shutil.copytree(engine.drafter, drafter)
     edit_config(drafter, hidden_size=128, target_hidden_size=128)
     _side_file_variants(copy, edit_config)
+    _layout_variants(copy, edit_config)
     drafter = root / "drafter-draft-vocab-640"
     shutil.copytree(engine.drafter, drafter)
     edit_config(drafter, draft_vocab_size=640)  # its lm_head and d2t keep 512 rows
@@ -89,6 +90,14 @@ def _side_file_variants(copy: Callable[[str], Path], edit_config: Callable[..., 
         "raise RuntimeError('TinyRemoteConfig needs the tiny_remote_kernels extension, which is not built')\n\n\n"
         "class TinyRemoteConfig(LlamaConfig):\n    model_type = 'tiny_remote'\n"
     )
+
+
+def _layout_variants(copy: Callable[[str], Path], edit_config: Callable[..., None]) -> None:
+    """Copies whose config asks for more layers than the weights hold, or whose only weights are a garbage .bin."""
+    edit_config(copy("more-layers-than-weights"), num_hidden_layers=6)  # the weights hold 4 layers
+    garbage = copy("weights-bin-garbage")
+    (garbage / "model.safetensors").unlink()
+    (garbage / "pytorch_model.bin").write_bytes(b"not a pickle, not a zip archive\n" * 64)
 
 
 class Neutraliser:
