@@ -838,3 +838,57 @@ def test_a_model_config_that_names_no_architecture_is_the_model() -> None:
     assert rules_alone(text).diagnosis_class == "model_load_error"
     warned = STARTED + "WARNING 05-01 10:00:01 [registry.py:1] No model architectures are specified\n"
     assert rules_alone(warned).diagnosis_class != "model_load_error"
+
+
+def _process_traceback(origin: str, frames: list[tuple[str, str]], message: str) -> str:
+    prefix = f"({origin}) ERROR 05-01 10:00:05 [multiproc_executor.py:1] "
+    lines = [f'{prefix}  File "/venv/site-packages/vllm/{path}", line 7, in {function}\n' for path, function in frames]
+    return f"{prefix}Traceback (most recent call last):\n{''.join(lines)}{prefix}{message}\n"
+
+
+def test_an_error_its_process_carried_on_from_is_not_the_root_cause() -> None:
+    saved = _process_traceback(
+        "APIServer pid=1",
+        [("model_executor/models/registry.py", "_save_modelinfo_to_cache")],
+        "PermissionError: [Errno 13] Permission denied: '/cache/modelinfos'",
+    )
+    went_on = "(APIServer pid=1) INFO 05-01 10:00:06 [model.py:1] Using max model len 2048\n"
+    fatal = _process_traceback(
+        "Worker pid=3",
+        [("v1/worker/gpu_worker.py", "init_device"), ("distributed/utils.py", "ensure_divisibility")],
+        "AssertionError: 14 is not divisible by 4",
+    )
+    assert rules_alone(STARTED + saved + went_on + fatal).diagnosis_class == "config_error"
+    stopping = "(APIServer pid=1) INFO 05-01 10:00:06 [launcher.py:1] Shutting down the server\n"
+    assert rules_alone(STARTED + saved + stopping + fatal).diagnosis_class == "model_load_error"
+
+
+def test_a_failure_in_the_model_runners_warming_up_is_the_warm_up() -> None:
+    text = _process_traceback(
+        "Worker pid=3",
+        [
+            ("v1/worker/cpu_worker.py", "determine_available_memory"),
+            ("v1/worker/cpu_model_runner.py", "warming_up_model"),
+        ],
+        "FileNotFoundError: [Errno 2] No such file or directory: '/scratch/compile-cache'",
+    )
+    assert rules_alone(STARTED + text).diagnosis_class == "warmup_failed"
+
+
+def test_a_value_the_operator_gave_that_the_engine_refuses_is_a_setting() -> None:
+    given = "(APIServer pid=1) INFO 05-01 10:00:01 [api_utils.py:1] non-default args: {'load_format': 'quantum'}\n"
+    refused = _process_traceback(
+        "Worker pid=3",
+        [("model_executor/model_loader/__init__.py", "get_model_loader")],
+        "ValueError: Load format `quantum` is not supported",
+    )
+    assert rules_alone(STARTED + given + refused).diagnosis_class == "config_error"
+    assert rules_alone(STARTED + refused).diagnosis_class == "model_load_error"  # not a value the operator gave
+
+
+def test_a_hang_up_or_a_bus_error_after_ready_is_a_killed_process() -> None:
+    served = STARTED + (
+        'INFO:     Application startup complete.\nINFO:     127.0.0.1:4000 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    )
+    assert rules_alone(served, DiagnosisHints(exit_code=-1)).diagnosis_class == "process_killed"
+    assert rules_alone(served, DiagnosisHints(exit_code=-7)).diagnosis_class == "process_killed"

@@ -96,11 +96,13 @@ _TABLE: list[tuple[Component, str, str]] = [
         r"arg_utils|server_args|vllm/config(?:\.py|/)|/argparse\.py|vllm/envs\.py",
         r"^_?parse\w*_env(?:_\w+)?$",
     ),
-    # The engine's own warm-up once the model is loaded (vLLM's kernel warm-up, SGLang's warm-up request).
+    # The engine's own warm-up once the model is loaded (vLLM's kernel warm-up and its CPU runner's warming_up_model,
+    # SGLang's warm-up request).
     (
         "warmup",
         r"/warmup/|/warmup\.py|kernel_warmup",
-        r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup|warmup_\w+|_wait_and_warmup|_execute_server_warmup)$",
+        r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup|warmup_\w+|warming_up_\w+|_wait_and_warmup"
+        r"|_execute_server_warmup)$",
     ),
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
     ("compile", r"torch/_dynamo|torch/_inductor|/compilation/", r"^$"),

@@ -194,7 +194,7 @@ class Diagnoser:
         exited = self.hints.exit_code is not None or self.hints.process_alive is False
         failed_requests = [] if ready is None or exited else request_errors(events, ready)
         events = without(events, failed_requests)
-        root = root_cause(events, start)
+        root = root_cause(events, start, window.lines)
         stop = operator_stop(window, ready)
         if stop is not None and root is not None and root.first_index > stop:
             root = None

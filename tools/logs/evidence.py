@@ -30,7 +30,13 @@ _PHASE_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "cuda_graph": ("cuda_graph_capture_failure", 0.5),
 }
 KILLED_EXIT_CODES = (-9, 137)  # SIGKILL: the kernel OOM killer, an orchestrator, a person
-SIGNAL_EXIT_CODES = (-11, 139)  # SIGSEGV: died in native code (an abort is often an interpreter check)
+# SIGSEGV, SIGBUS, SIGILL, SIGFPE: died in native code (an abort is often an interpreter check, so not SIGABRT)
+SIGNAL_EXIT_CODES = (-11, 139, -7, 135, -4, 132, -8, 136)
+HANGUP_EXIT_CODES = (-1, 129)  # SIGHUP: the terminal or session that started it closed; nothing handles it
+SURVIVAL_LOOKAHEAD_LINES = 200
+_STOPPING = re.compile(
+    r"[Ss]hut(?:ting)? ?down|[Tt]erminat|[Ee]xit|[Kk]ill|[Ss]top|[Cc]lean(?:ing)? ?up|[Aa]bort|[Ff]ail"
+)
 
 
 EvidenceSource = Literal[
@@ -210,19 +216,47 @@ def exit_evidence(exit_code: int | None, index: int | None, library: SignatureLi
                 "The process died from a signal (abort or segfault).",
             )
         ]
+    if exit_code in HANGUP_EXIT_CODES:
+        return [
+            Evidence(
+                "exit",
+                "process_killed",
+                27,
+                0.6,
+                index,
+                f"the process was ended by SIGHUP (exit {exit_code}): the terminal or session that started it closed",
+                remedies,
+                "The process was ended by a hang-up signal (its terminal or session closed).",
+            )
+        ]
     return []
 
 
-def root_cause(events: LogEvents, start_line: int) -> ErrorEvent | None:
-    """The first real error at or after ``start_line``: an exception or a crash (not an echo of one), else
-    the traceback fragment that carries an error message or whose frames name a component (a log cut
-    before its exception line)."""
+def root_cause(events: LogEvents, start_line: int, lines: list[str] | None = None) -> ErrorEvent | None:
+    """The first real error at or after ``start_line``: an exception or a crash (not an echo of one, nor one its
+    process survived when ``lines`` are given and a later error ended the run), else the traceback fragment that
+    carries an error message or whose frames name a component (a log cut before its exception line)."""
     candidates = [event for event in events.real() if event.first_index >= start_line]
-    for event in candidates:
-        if event.kind in ("exception", "crash"):
+    failures = [event for event in candidates if event.kind in ("exception", "crash")]
+    for position, event in enumerate(failures):
+        later = failures[position + 1] if position + 1 < len(failures) else None
+        if later is None or lines is None or not _survived(event, lines, later.first_index):
             return event
     fragments = [event for event in candidates if event.kind == "truncated"]
     named = [event for event in fragments if event.message or failing_component(event.frames) is not None]
     if named:
         return named[0]
     return fragments[-1] if fragments else None
+
+
+def _survived(event: ErrorEvent, lines: list[str], before: int) -> bool:
+    """The process that logged ``event`` went on with its work: it wrote informational lines, other than about
+    stopping, after the exception and before the next error (an error the engine logs and carries on from, such
+    as a cache it cannot save)."""
+    if event.kind != "exception" or event.origin is None:
+        return False
+    for line in lines[event.index + 1 : min(before, event.index + 1 + SURVIVAL_LOOKAHEAD_LINES)]:
+        parts = split_line(line)
+        if parts.origin == event.origin and parts.level == "INFO" and not _STOPPING.search(parts.text):
+            return True
+    return False

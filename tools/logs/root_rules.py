@@ -82,6 +82,11 @@ _VALID_CHOICES = re.compile(
     r"|[Pp]ossible (?:values|choices)"
 )
 _REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
+_INVALID = re.compile(r"\b(?:[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|not a valid)\b")
+_QUOTED = re.compile(r"[`'\"]([^`'\"\s]{1,100})[`'\"]")
+# The engines print the arguments they were given near the top of the log.
+_ARGUMENT_DUMP = re.compile(r"non-default args: \{|server_args=ServerArgs\(|[Aa]rgs: Namespace\(")
+_ARGUMENT_DUMP_LINES = 400
 _KERNEL_BUILD = re.compile(r"ninja|nvcc|Error building extension|build\.ninja|JIT compil|failed to compile", re.I)
 # Attention kernels by library or kernel name (a FlashInfer build is an attention one only when it builds
 # prefill, decode or MLA kernels; FlashInfer also builds sampling and normalisation kernels).
@@ -167,10 +172,11 @@ def _kernel_build_failure(root: ErrorEvent) -> bool:
     return bool(_ATTENTION_KERNEL.search(named))
 
 
-def _refusal_class(root: ErrorEvent) -> DiagnosisClass | None:
+def _refusal_class(root: ErrorEvent, window: LogWindow, component: str | None) -> DiagnosisClass | None:
     """What a check that refuses something names: this GPU (its compute capability or generation), or a setting's
     value (a parallelism setting, a value refused with the list of valid ones, a size that does not divide
-    another). None for a crash or another error."""
+    another, a value the operator gave as an argument, unless speculative decoding's own checks refused it: the
+    drafter's setup is then what failed). None for a crash or another error."""
     if root.kind == "crash":
         return None
     message = root.message
@@ -178,7 +184,24 @@ def _refusal_class(root: ErrorEvent) -> DiagnosisClass | None:
     if refused and _GPU_NAMED.search(message):
         return "unsupported_arch"
     parallel = refused and _PARALLEL_SETTING.search(message) and not _GPU_GENERATION.search(message)
-    return "config_error" if parallel or _VALID_CHOICES.search(message) or _DIVISIBILITY.search(message) else None
+    if parallel or _VALID_CHOICES.search(message) or _DIVISIBILITY.search(message):
+        return "config_error"
+    given = component != "speculative" and _given_value_refused(message, window)
+    return "config_error" if given else None
+
+
+def _given_value_refused(message: str, window: LogWindow) -> bool:
+    """The message refuses a value it quotes, and the engine's dump of its arguments (vLLM's "non-default args",
+    SGLang's ServerArgs) shows the operator gave that value as an argument."""
+    if not (_REFUSED.search(message) or _INVALID.search(message)):
+        return False
+    quoted = {value for value in _QUOTED.findall(message) if value.strip()}
+    if not quoted:
+        return False
+    for line in window.lines[:_ARGUMENT_DUMP_LINES]:
+        if _ARGUMENT_DUMP.search(line) and any(f"'{value}'" in line for value in quoted):
+            return True
+    return False
 
 
 def _custom_all_reduce(root: ErrorEvent) -> bool:
@@ -293,7 +316,7 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
-    refusal = _refusal_class(root)
+    refusal = _refusal_class(root, window, component)
     if refusal == "unsupported_arch":
         add(refusal, SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
     elif refusal == "config_error":
