@@ -104,6 +104,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 18"]["count"], first["blind set 18"]["correct"]) == (34, 28)
     assert (first["blind set 19"]["count"], first["blind set 19"]["correct"]) == (12, 8)
     assert (first["blind set 20"]["count"], first["blind set 20"]["correct"]) == (20, 16)
+    assert (first["blind set 21"]["count"], first["blind set 21"]["correct"]) == (29, 19)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
