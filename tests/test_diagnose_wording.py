@@ -892,3 +892,52 @@ def test_a_hang_up_or_a_bus_error_after_ready_is_a_killed_process() -> None:
     )
     assert rules_alone(served, DiagnosisHints(exit_code=-1)).diagnosis_class == "process_killed"
     assert rules_alone(served, DiagnosisHints(exit_code=-7)).diagnosis_class == "process_killed"
+
+
+def test_request_errors_followed_by_answered_requests_are_a_server_serving() -> None:
+    failed = _process_traceback(
+        "APIServer pid=1",
+        [("entrypoints/openai/serving_chat.py", "create_chat_completion"), ("entrypoints/chat_utils.py", "apply")],
+        "ValueError: Conversation roles must alternate user/assistant",
+    ).replace("Traceback (most recent call last):\n", "", 1)
+    answered = '(APIServer pid=1) INFO:     127.0.0.1:4000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    assert rules_alone(failed + answered).diagnosis_class == "healthy"
+    assert rules_alone(failed).diagnosis_class != "healthy"  # nothing shows the engine serving
+
+
+def test_one_broadcast_notice_right_after_a_kernel_build_is_still_loading() -> None:
+    notice = (
+        "(EngineCore pid=2) INFO 05-01 10:02:00 [shm_broadcast.py:1] No available shared memory broadcast block "
+        "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming "
+        "work (e.g. compilation)\n"
+    )
+    built = STARTED + "ninja: Entering directory `/root/.cache/kernels/topk'\nptxas info    : Compile time = 0.1 ms\n"
+    assert rules_alone(built + notice).diagnosis_class == "loading"
+    assert rules_alone(built + notice + notice.replace("10:02", "10:03")).diagnosis_class == "nccl_hang"
+    assert rules_alone(STARTED + notice).diagnosis_class == "nccl_hang"
+
+
+def test_a_failure_in_the_cache_pool_an_attention_backend_was_building_is_the_backends() -> None:
+    text = _traceback(
+        [
+            ("sglang/srt/model_executor/model_runner.py", "_get_attention_backend"),
+            ("sglang/srt/layers/attention/rocm_backend.py", "__init__"),
+            ("sglang/srt/mem_cache/memory_pool.py", "get_value_buffer"),
+            ("sglang/srt/mem_cache/memory_pool.py", "_layer_index"),
+        ],
+        "ValueError: layer 0 is not one of the pool's full-attention layers",
+    )
+    assert rules_alone(text).diagnosis_class == "attention_backend_error"
+
+
+def test_a_refused_kv_cache_data_type_or_a_backend_lacking_an_attribute_is_the_attention_backend() -> None:
+    dtype = _traceback(
+        [("vllm/v1/worker/gpu_worker.py", "compile_or_warm_up_model"), ("vllm/_custom_ops.py", "write_to_cache")],
+        "RuntimeError: unsupported KV cache dtype: float8_e5m2",
+    )
+    assert rules_alone(dtype).diagnosis_class == "attention_backend_error"
+    lacking = _traceback(
+        [("sglang/srt/models/qwen2.py", "forward")],
+        "AttributeError: 'FlashMLAAttnBackend' object has no attribute 'page_table'",
+    )
+    assert rules_alone(lacking).diagnosis_class == "attention_backend_error"

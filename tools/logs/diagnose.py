@@ -48,7 +48,12 @@ from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_librar
 from tools.logs.lifecycle import no_failure_decision, operator_stop, supervisor_exit
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
-from tools.logs.request_errors import answered_before_errors, request_errors, without
+from tools.logs.request_errors import (
+    answered_before_errors,
+    request_errors,
+    serving_despite_request_errors,
+    without,
+)
 from tools.logs.root_rules import hint_evidence, root_evidence, silent_death_evidence
 from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance, ready_after_failed_warmup
 from tools.logs.window import LogWindow, read_window
@@ -190,9 +195,12 @@ class Diagnoser:
             ready = None
         if ready is None:
             ready = answered_before_errors(window, self.library, events)
-        start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts
         exited = self.hints.exit_code is not None or self.hints.process_alive is False
         failed_requests = [] if ready is None or exited else request_errors(events, ready)
+        serving = None if ready is not None or exited else serving_despite_request_errors(window, self.library, events)
+        if serving is not None:
+            ready, failed_requests = serving
+        start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts
         events = without(events, failed_requests)
         root = root_cause(events, start, window.lines)
         stop = operator_stop(window, ready)

@@ -34,6 +34,11 @@ KILLED_EXIT_CODES = (-9, 137)  # SIGKILL: the kernel OOM killer, an orchestrator
 SIGNAL_EXIT_CODES = (-11, 139, -7, 135, -4, 132, -8, 136)
 HANGUP_EXIT_CODES = (-1, 129)  # SIGHUP: the terminal or session that started it closed; nothing handles it
 SURVIVAL_LOOKAHEAD_LINES = 200
+BUILD_LOOKBACK_LINES = 40
+_KERNEL_BUILD_LINE = re.compile(
+    r"ninja: |\bnvcc |\bptxas |[Bb]uilding (?:extension|kernels?)|JIT compil|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b"
+    r"|begins to compile"
+)
 _STOPPING = re.compile(
     r"[Ss]hut(?:ting)? ?down|[Tt]erminat|[Ee]xit|[Kk]ill|[Ss]top|[Cc]lean(?:ing)? ?up|[Aa]bort|[Ff]ail"
 )
@@ -100,6 +105,8 @@ def signature_evidence(
         if not indexes:
             continue
         index = min(indexes)
+        if signature.yields_to_kernel_build and _first_notice_during_build(signature, window, index):
+            continue
         current = best.get(signature.diagnosis_class)
         if current is None:
             best[signature.diagnosis_class] = (signature, index, 1)
@@ -124,6 +131,15 @@ def signature_evidence(
             )
         )
     return found
+
+
+def _first_notice_during_build(signature: Signature, window: LogWindow, index: int) -> bool:
+    """The notice at ``index`` is the only one, and a compiler (a just-in-time kernel build) ran just before it."""
+    again = window.text_start_of(index + 1)
+    if any(regex.search(window.text, again) for regex in signature.regexes):
+        return False
+    before = window.lines[max(0, index - BUILD_LOOKBACK_LINES) : index]
+    return any(_KERNEL_BUILD_LINE.search(line) for line in before)
 
 
 def stack_evidence(events: LogEvents, start_line: int, library: SignatureLibrary) -> list[Evidence]:

@@ -90,6 +90,9 @@ class Signature(_Record):
     confidence: float = Field(ge=0.0, le=1.0)
     only_if_last: bool = False
     not_on_info_lines: bool = False  # wording engines also use in INFO/WARNING lines about a harmless case
+    # A notice of a wait that a just-in-time kernel build also explains: it says nothing when it appears once,
+    # right after a compiler ran.
+    yields_to_kernel_build: bool = False
     prefer_exception_line: bool = False
     remedies: list[str]
     summary: str

@@ -28,15 +28,39 @@ def answered_before_errors(window: LogWindow, library: SignatureLibrary, events:
 
 
 def request_errors(events: LogEvents, ready: int) -> list[ErrorEvent]:
-    """The events after ``ready`` that failed a single request in the API layer."""
-    return [
-        event
-        for event in events.real()
-        if event.first_index > ready
-        and event.frames
+    """The events after ``ready`` that failed a single request in the API layer (with the exceptions that caused
+    them, when the log chains them)."""
+    return [event for event in _request_failures(events) if event.first_index > ready]
+
+
+def serving_despite_request_errors(
+    window: LogWindow, library: SignatureLibrary, events: LogEvents
+) -> tuple[int, list[ErrorEvent]] | None:
+    """For a log (often an excerpt that starts while the engine serves) whose every error failed a single request
+    in the API layer and which answers requests after them: the line of the last answer and those errors."""
+    real = [event for event in events.real() if event.kind != "stack_dump"]
+    failed = _request_failures(events)
+    if not real or len(failed) != len(real):
+        return None
+    seen = last_phase(window, library)
+    if seen.phase != "serving" or seen.index is None or seen.index <= max(event.index for event in real):
+        return None
+    return seen.index, failed
+
+
+def _request_failures(events: LogEvents) -> list[ErrorEvent]:
+    """The real events that failed a single request in the API layer, and the exceptions chained into them."""
+    real = events.real()
+    failed = [
+        bool(event.frames)
         and failing_component(event.frames) == "http_server"
         and not _ENGINE_GONE.search(f"{event.type} {event.message}")
+        for event in real
     ]
+    for position in range(len(real) - 2, -1, -1):
+        following = real[position + 1]
+        failed[position] = failed[position] or (following.chained and failed[position + 1])
+    return [event for event, request in zip(real, failed, strict=True) if request]
 
 
 def without(events: LogEvents, dropped: list[ErrorEvent]) -> LogEvents:

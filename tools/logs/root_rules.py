@@ -22,19 +22,23 @@ Each rule reads one property of the first real error, never the wording of one k
   ``spec_decode_problem``, above the wording that names a missing model in general;
 - a check that refuses something on this GPU (its compute capability or generation named) is
   ``unsupported_arch``, and one that refuses a parallelism setting (tensor, pipeline, data, expert
-  parallelism), a value it lists the valid ones for, or a size that does not divide another is
-  ``config_error``, whichever component raised it (the loader and the distributed layer often do).
+  parallelism), a value it lists the valid ones for, a size that does not divide another, or a value the
+  operator gave is ``config_error``, whichever component raised it (the loader and the distributed layer
+  often do); a refused KV-cache data type is the attention backend's (:mod:`tools.logs.refusals`);
+- where the innermost component names no class, the component that ran it may (an attention backend
+  building the cache pool it reads).
 """
 
 from __future__ import annotations
 
 import re
 
-from tools.logs.components import failing_component, frame_component
+from tools.logs.components import INNERMOST_FRAMES, failing_component, frame_component
 from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.phase import Phase, last_phase
+from tools.logs.refusals import GPU_GENERATION, attention_backend_refusal, refusal_class
 from tools.logs.window import LogWindow
 
 COMPONENT_PRIORITY = 65
@@ -58,35 +62,6 @@ _CAPACITY = re.compile(
     r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)", re.IGNORECASE
 )
 _NOT_SUPPORTED = re.compile(r"not supported|[Uu]nsupported|compute capability|architecture|\bsm_?\d+", re.IGNORECASE)
-_GPU_GENERATION = re.compile(
-    r"compute capability|architecture|\bsm[_ ]?(?:[<>=]+ ?)?\d+|Ampere|Hopper|Turing|Volta|Blackwell|Ada\b|this GPU"
-    r"|GPUs? (?:is|are) not supported|device is not supported",
-    re.IGNORECASE,
-)
-# A parallelism setting the model, its quantization or the engine refuses: an option to change, not a broken model.
-_PARALLEL_SETTING = re.compile(
-    r"\b(?:with|for|under|and) (?:TP|PP|DP|EP)\b|\b(?:tensor|pipeline|data|expert|context|sequence)[ _-]?parallel", re.I
-)
-# A size check: the parallel size (or a block or batch size) does not divide the model's dimensions. Whichever
-# code checks it (often the distributed layer splitting the model), it is the setting to change.
-_DIVISIBILITY = re.compile(r"\b(?:is not|must be|should be) (?:evenly )?divisible by\b")
-# The GPU itself named (not "architecture", which also names a model's architecture).
-_GPU_NAMED = re.compile(
-    r"compute capability|\bsm[_ ]?\d{2,3}\b|this GPU|GPUs? (?:is|are) not supported|device is not supported"
-    r"|Ampere|Hopper|Turing|Volta|Blackwell",
-    re.IGNORECASE,
-)
-# A check that lists the values it accepts: the value given is an option to change.
-_VALID_CHOICES = re.compile(
-    r"[Vv]alid (?:options|choices|values|backends) (?:are|is|include)|must be one of|[Cc]hoose (?:one )?from"
-    r"|[Pp]ossible (?:values|choices)"
-)
-_REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
-_INVALID = re.compile(r"\b(?:[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|not a valid)\b")
-_QUOTED = re.compile(r"[`'\"]([^`'\"\s]{1,100})[`'\"]")
-# The engines print the arguments they were given near the top of the log.
-_ARGUMENT_DUMP = re.compile(r"non-default args: \{|server_args=ServerArgs\(|[Aa]rgs: Namespace\(")
-_ARGUMENT_DUMP_LINES = 400
 _KERNEL_BUILD = re.compile(r"ninja|nvcc|Error building extension|build\.ninja|JIT compil|failed to compile", re.I)
 # Attention kernels by library or kernel name (a FlashInfer build is an attention one only when it builds
 # prefill, decode or MLA kernels; FlashInfer also builds sampling and normalisation kernels).
@@ -158,10 +133,22 @@ def _component_class(root: ErrorEvent, component: str | None) -> tuple[Diagnosis
     if component == "quantization" and _NOT_SUPPORTED.search(root.message):
         return ("unsupported_arch", 0.7)
     if component == "attention":
-        return ("unsupported_arch", 0.7) if _GPU_GENERATION.search(root.message) else ("attention_backend_error", 0.7)
+        return ("unsupported_arch", 0.7) if GPU_GENERATION.search(root.message) else ("attention_backend_error", 0.7)
     if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
         return None  # an error in the cache code that is not about its size
     return _COMPONENT_CLASS.get(component or "")
+
+
+def _outer_component(root: ErrorEvent, innermost: str | None) -> str | None:
+    """The next component out from the innermost one, among the innermost frames: the code that ran the failing
+    code (an attention backend building the cache pool it reads, a loader running a model's code)."""
+    if innermost is None:
+        return None
+    for frame in root.frames[1:INNERMOST_FRAMES]:
+        component = frame_component(frame)
+        if component is not None and component != innermost:
+            return component
+    return None
 
 
 def _kernel_build_failure(root: ErrorEvent) -> bool:
@@ -170,38 +157,6 @@ def _kernel_build_failure(root: ErrorEvent) -> bool:
         return False
     named = root.message + " " + " ".join(frame.path for frame in root.frames)
     return bool(_ATTENTION_KERNEL.search(named))
-
-
-def _refusal_class(root: ErrorEvent, window: LogWindow, component: str | None) -> DiagnosisClass | None:
-    """What a check that refuses something names: this GPU (its compute capability or generation), or a setting's
-    value (a parallelism setting, a value refused with the list of valid ones, a size that does not divide
-    another, a value the operator gave as an argument, unless speculative decoding's own checks refused it: the
-    drafter's setup is then what failed). None for a crash or another error."""
-    if root.kind == "crash":
-        return None
-    message = root.message
-    refused = _REFUSED.search(message) is not None
-    if refused and _GPU_NAMED.search(message):
-        return "unsupported_arch"
-    parallel = refused and _PARALLEL_SETTING.search(message) and not _GPU_GENERATION.search(message)
-    if parallel or _VALID_CHOICES.search(message) or _DIVISIBILITY.search(message):
-        return "config_error"
-    given = component != "speculative" and _given_value_refused(message, window)
-    return "config_error" if given else None
-
-
-def _given_value_refused(message: str, window: LogWindow) -> bool:
-    """The message refuses a value it quotes, and the engine's dump of its arguments (vLLM's "non-default args",
-    SGLang's ServerArgs) shows the operator gave that value as an argument."""
-    if not (_REFUSED.search(message) or _INVALID.search(message)):
-        return False
-    quoted = {value for value in _QUOTED.findall(message) if value.strip()}
-    if not quoted:
-        return False
-    for line in window.lines[:_ARGUMENT_DUMP_LINES]:
-        if _ARGUMENT_DUMP.search(line) and any(f"'{value}'" in line for value in quoted):
-            return True
-    return False
 
 
 def _custom_all_reduce(root: ErrorEvent) -> bool:
@@ -295,6 +250,11 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
     mapped = _component_class(root, component)
     if mapped is not None:
         add(mapped[0], COMPONENT_PRIORITY, mapped[1], f"the root cause's innermost frames are in {component}")
+    elif root.kind != "crash" and (outer := _outer_component(root, component)) is not None:
+        outer_class = _component_class(root, outer)
+        if outer_class is not None:
+            why = f"the failure in {component} code was raised while {outer} code ran it"
+            add(outer_class[0], COMPONENT_PRIORITY - 1, outer_class[1], why)
     if root.kind == "crash" and mapped is None and _crashed_in_nccl(root, window):
         add("nccl_error", CRASH_PRIORITY + 1, 0.7, "the process crashed in native code inside NCCL")
     elif root.kind == "crash" and mapped is None and _SIGNAL_DEATH.search(f"{root.type} {root.message}"):
@@ -316,13 +276,20 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
-    refusal = _refusal_class(root, window, component)
+    refusal = refusal_class(root, window, component)
     if refusal == "unsupported_arch":
         add(refusal, SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
     elif refusal == "config_error":
         add(refusal, SPECIFIC_PRIORITY, 0.7, "a check refused a setting's value (an option to change)")
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
+    if refusal is None and root.kind != "crash" and attention_backend_refusal(root):
+        add(
+            "attention_backend_error",
+            SPECIFIC_PRIORITY,
+            0.7,
+            "the attention backend cannot serve this KV-cache data type or this model's use of it",
+        )
     if component == "speculative" and _MODEL_MISSING.search(root.message):
         add(
             "spec_decode_problem",

@@ -1,0 +1,91 @@
+"""What a check that refuses something says about the remedy: this GPU's generation (``unsupported_arch``), a
+setting's value (``config_error``), or what the attention backend cannot do (``attention_backend_error``),
+whichever component raised it.
+
+A value is a setting to change when the check names a parallelism setting, lists the values it accepts, finds a
+size that does not divide another, or quotes a value the operator gave as an argument (the engines print their
+arguments near the top of the log).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tools.logs.events import ErrorEvent
+from tools.logs.library import DiagnosisClass
+from tools.logs.window import LogWindow
+
+GPU_GENERATION = re.compile(
+    r"compute capability|architecture|\bsm[_ ]?(?:[<>=]+ ?)?\d+|Ampere|Hopper|Turing|Volta|Blackwell|Ada\b|this GPU"
+    r"|GPUs? (?:is|are) not supported|device is not supported",
+    re.IGNORECASE,
+)
+# A parallelism setting the model, its quantization or the engine refuses: an option to change, not a broken model.
+_PARALLEL_SETTING = re.compile(
+    r"\b(?:with|for|under|and) (?:TP|PP|DP|EP)\b|\b(?:tensor|pipeline|data|expert|context|sequence)[ _-]?parallel", re.I
+)
+# A size check: the parallel size (or a block or batch size) does not divide the model's dimensions. Whichever
+# code checks it (often the distributed layer splitting the model), it is the setting to change.
+_DIVISIBILITY = re.compile(r"\b(?:is not|must be|should be) (?:evenly )?divisible by\b")
+# The GPU itself named (not "architecture", which also names a model's architecture).
+_GPU_NAMED = re.compile(
+    r"compute capability|\bsm[_ ]?\d{2,3}\b|this GPU|GPUs? (?:is|are) not supported|device is not supported"
+    r"|Ampere|Hopper|Turing|Volta|Blackwell",
+    re.IGNORECASE,
+)
+# A check that lists the values it accepts: the value given is an option to change.
+_VALID_CHOICES = re.compile(
+    r"[Vv]alid (?:options|choices|values|backends) (?:are|is|include)|must be one of|[Cc]hoose (?:one )?from"
+    r"|[Pp]ossible (?:values|choices)"
+)
+_REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
+_INVALID = re.compile(r"\b(?:[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|not a valid)\b")
+_QUOTED = re.compile(r"[`'\"]([^`'\"\s]{1,100})[`'\"]")
+# The engines print the arguments they were given near the top of the log.
+_ARGUMENT_DUMP = re.compile(r"non-default args: \{|server_args=ServerArgs\(|[Aa]rgs: Namespace\(")
+_ARGUMENT_DUMP_LINES = 400
+_KV_CACHE_DTYPE = re.compile(
+    r"(?:kv[ _-]?cache|KV cache)\W{0,3}(?:dtype|data ?type)|(?:dtype|data ?type) (?:of|for) (?:the )?kv[ _-]?cache",
+    re.I,
+)
+_BACKEND_LACKS = re.compile(r"'\w*(?:Attn|Attention)\w*(?:Backend|Impl)\w*' object has no attribute")
+
+
+def refusal_class(root: ErrorEvent, window: LogWindow, component: str | None) -> DiagnosisClass | None:
+    """What a check that refuses something names: this GPU (its compute capability or generation), or a setting's
+    value (a parallelism setting, a value refused with the list of valid ones, a size that does not divide
+    another, a value the operator gave as an argument, unless speculative decoding's own checks refused it: the
+    drafter's setup is then what failed). None for a crash or another error."""
+    if root.kind == "crash":
+        return None
+    message = root.message
+    refused = _REFUSED.search(message) is not None
+    if refused and _GPU_NAMED.search(message):
+        return "unsupported_arch"
+    parallel = refused and _PARALLEL_SETTING.search(message) and not GPU_GENERATION.search(message)
+    if parallel or _VALID_CHOICES.search(message) or _DIVISIBILITY.search(message):
+        return "config_error"
+    given = component != "speculative" and _given_value_refused(message, window)
+    return "config_error" if given else None
+
+
+def _given_value_refused(message: str, window: LogWindow) -> bool:
+    """The message refuses a value it quotes, and the engine's dump of its arguments (vLLM's "non-default args",
+    SGLang's ServerArgs) shows the operator gave that value as an argument."""
+    if not (_REFUSED.search(message) or _INVALID.search(message)):
+        return False
+    quoted = {value for value in _QUOTED.findall(message) if value.strip()}
+    if not quoted:
+        return False
+    for line in window.lines[:_ARGUMENT_DUMP_LINES]:
+        if _ARGUMENT_DUMP.search(line) and any(f"'{value}'" in line for value in quoted):
+            return True
+    return False
+
+
+def attention_backend_refusal(root: ErrorEvent) -> bool:
+    """The KV cache's data type refused, or an attention backend object lacking what the model's code asks of it."""
+    message = root.message
+    if _KV_CACHE_DTYPE.search(message) and _REFUSED.search(message):
+        return True
+    return root.type is not None and root.type.endswith("AttributeError") and bool(_BACKEND_LACKS.match(message))
