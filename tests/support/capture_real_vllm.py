@@ -28,6 +28,7 @@ from pathlib import Path
 from support.real_engine import DEFAULT_ENGINE_ENVIRONMENT, RealEngine, VllmServer, http_get, http_post_json, prepare
 from support.real_vllm_index import Case, Entry, read_index, write_index
 from support.real_vllm_models import Neutraliser, make_variants
+from support.real_vllm_refusals import api_key, post, refused_requests
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "real_vllm"
 START_TIMEOUT = 300.0
@@ -39,6 +40,7 @@ KILLS = {
     "kill_worker": ("VLLM::Worker", signal.SIGKILL),
     "kill_engine_core": ("VLLM::EngineCore", signal.SIGKILL),
     "segv_worker": ("VLLM::Worker", signal.SIGSEGV),
+    "term_worker": ("VLLM::Worker", signal.SIGTERM),
 }
 SERVER_SIGNALS = {
     "kill_server": signal.SIGKILL,
@@ -52,6 +54,7 @@ WHILE_LOADING = {
     "kill_worker_loading": ("VLLM::Worker", signal.SIGKILL),
     "abort_engine_core_loading": ("VLLM::EngineCore", signal.SIGABRT),
 }
+STREAMING_SIGNALS = {"stop_sigterm_streaming": signal.SIGTERM, "kill_server_streaming": signal.SIGKILL}
 LOADING_MARKER = "Starting to load model"
 
 
@@ -63,14 +66,20 @@ def _model_name(server: VllmServer) -> str:
     return names[-1] if names else server.served_model
 
 
+def _headers(server: VllmServer) -> dict[str, str]:
+    """JSON content, and the case's ``--api-key`` as bearer token when it sets one."""
+    key = api_key(server.arguments)
+    return {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+
+
 def _requests(server: VllmServer) -> None:
     """One chat request and one streamed completion, both greedy."""
     url = server.base_url
     messages = [{"role": "user", "content": "Say hello."}]
-    http_post_json(
-        f"{url}/v1/chat/completions",
-        {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0},
-    )
+    body = {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0}
+    status = post(f"{url}/v1/chat/completions", body, api_key(server.arguments))
+    if status != 200:
+        raise RuntimeError(f"the chat request was answered {status}")
     body = {
         "model": _model_name(server),
         "prompt": "The operator opened the console",
@@ -78,9 +87,7 @@ def _requests(server: VllmServer) -> None:
         "temperature": 0,
         "stream": True,
     }
-    request = urllib.request.Request(
-        f"{url}/v1/completions", json.dumps(body).encode(), {"content-type": "application/json"}
-    )
+    request = urllib.request.Request(f"{url}/v1/completions", json.dumps(body).encode(), _headers(server))
     with urllib.request.urlopen(request, timeout=120) as response:
         response.read()
 
@@ -110,8 +117,8 @@ def _load(server: VllmServer, seconds: float) -> None:
         thread.join()
 
 
-def _sigterm_while_streaming(entry: Entry, server: VllmServer) -> None:
-    """Start a long streamed completion; once its first chunk arrives, SIGTERM the API server; read to the end."""
+def _signal_while_streaming(entry: Entry, server: VllmServer, number: signal.Signals) -> None:
+    """Start a long streamed completion; once its first chunk arrives, send ``number`` to the API server; read on."""
     assert server.process is not None
     body = {
         "model": _model_name(server),
@@ -121,9 +128,7 @@ def _sigterm_while_streaming(entry: Entry, server: VllmServer) -> None:
         "ignore_eos": True,
         "stream": True,
     }
-    request = urllib.request.Request(
-        f"{server.base_url}/v1/completions", json.dumps(body).encode(), {"content-type": "application/json"}
-    )
+    request = urllib.request.Request(f"{server.base_url}/v1/completions", json.dumps(body).encode(), _headers(server))
     chunks = {"before": 0, "after": 0}
     phase = "before"
     with (
@@ -133,11 +138,11 @@ def _sigterm_while_streaming(entry: Entry, server: VllmServer) -> None:
         for line in response:
             chunks[phase] += line.startswith(b"data:")
             if phase == "before" and chunks[phase]:
-                server.process.send_signal(signal.SIGTERM)
+                server.process.send_signal(number)
                 phase = "after"
-    if phase == "before":  # the stream never started: stop the server all the same
-        server.process.send_signal(signal.SIGTERM)
-    entry.extra["streamed_chunks"] = f"{chunks['before']} before SIGTERM, {chunks['after']} after"
+    if phase == "before":  # the stream never started: signal the server all the same
+        server.process.send_signal(number)
+    entry.extra["streamed_chunks"] = f"{chunks['before']} before {number.name}, {chunks['after']} after"
 
 
 def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutraliser) -> bool:
@@ -147,7 +152,9 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
     if case.action == "serve_load":
         _load(server, LOAD_SECONDS)
         time.sleep(6)  # one more stats interval, so the last lines cover the load
-    if case.action in ("serve", "serve_load"):
+    if case.action == "serve_refused":
+        entry.extra["refused_statuses"] = refused_requests(server.base_url, _model_name(server), server.arguments)
+    if case.action in ("serve", "serve_load", "serve_refused"):
         status, metrics = http_get(f"{server.base_url}/metrics")
         if status == 200:
             (out / f"{case.id}.metrics.txt").write_text(neutral(metrics))
@@ -160,8 +167,8 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         title, number = KILLS[case.action]
         killed = server.signal_children(title, number)
         entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
-    elif case.action == "stop_sigterm_streaming":
-        _sigterm_while_streaming(entry, server)
+    elif case.action in STREAMING_SIGNALS:
+        _signal_while_streaming(entry, server, STREAMING_SIGNALS[case.action])
     elif case.action in SERVER_SIGNALS:
         server.process.send_signal(SERVER_SIGNALS[case.action])
     entry.exit_code = server.wait_exit(EXIT_TIMEOUT)

@@ -33,6 +33,9 @@ Action = Literal[
     "abort_engine_core_loading",  # SIGABRT the VLLM::EngineCore process once the worker starts to load the model
     "stop_sigterm_streaming",  # reach ready, then SIGTERM the server while a long streamed completion runs
     "hangup_server",  # reach ready, then SIGHUP the API server (as when its terminal closes)
+    "serve_refused",  # as serve, then requests the server refuses one by one (4xx answers)
+    "kill_server_streaming",  # reach ready, then SIGKILL the API server while a long streamed completion runs
+    "term_worker",  # reach ready, then SIGTERM the VLLM::Worker process
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -58,6 +61,11 @@ STEPS: dict[str, str] = {
     "stop_sigterm_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
     "tokens; once its first tokens arrive: kill -TERM <pid of the API server>",
     "hangup_server": "after /health answers 200 and two requests: kill -HUP <pid of the API server>",
+    "serve_refused": "as serve, then completions the server should refuse: without the --api-key (when set), "
+    "naming another model, asking 5 logprobs, a 3000-word prompt, max_tokens 100000; the log as it stood then",
+    "kill_server_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
+    "tokens; once its first tokens arrive: kill -KILL <pid of the API server>",
+    "term_worker": "after /health answers 200 and two requests: kill -TERM <pid of the process titled VLLM::Worker>",
 }
 DEFINITION = (
     "id",

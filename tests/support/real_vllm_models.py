@@ -59,6 +59,7 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     edit_config(drafter, hidden_size=128, target_hidden_size=128)
     _side_file_variants(copy, edit_config)
     _layout_variants(copy, edit_config)
+    _content_variants(copy, edit_config)
     drafter = root / "drafter-draft-vocab-640"
     shutil.copytree(engine.drafter, drafter)
     edit_config(drafter, draft_vocab_size=640)  # its lm_head and d2t keep 512 rows
@@ -98,6 +99,12 @@ def _layout_variants(copy: Callable[[str], Path], edit_config: Callable[..., Non
     garbage = copy("weights-bin-garbage")
     (garbage / "model.safetensors").unlink()
     (garbage / "pytorch_model.bin").write_bytes(b"not a pickle, not a zip archive\n" * 64)
+
+
+def _content_variants(copy: Callable[[str], Path], edit_config: Callable[..., None]) -> None:
+    """Copies whose config names float64 weights, or whose tokenizer.json is an empty JSON object."""
+    edit_config(copy("config-dtype-float64"), torch_dtype="float64", dtype="float64")
+    (copy("tokenizer-json-empty-object") / "tokenizer.json").write_text("{}")
 
 
 class Neutraliser:
