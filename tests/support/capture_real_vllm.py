@@ -56,6 +56,7 @@ WHILE_LOADING = {
 }
 STREAMING_SIGNALS = {"stop_sigterm_streaming": signal.SIGTERM, "kill_server_streaming": signal.SIGKILL}
 LOADING_MARKER = "Starting to load model"
+FROZEN_SECONDS = 30.0
 
 
 def _model_name(server: VllmServer) -> str:
@@ -194,6 +195,22 @@ def _signal_while_loading(entry: Entry, server: VllmServer) -> None:
         time.sleep(0.2)
 
 
+def _freeze_while_loading(entry: Entry, server: VllmServer, out: Path, neutral: Neutraliser) -> bool:
+    """Once the model starts to load, SIGSTOP the worker; keep the log as it stands a while later; True when kept."""
+    assert server.process is not None
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and server.process.poll() is None:
+        if LOADING_MARKER in server.log_path.read_text(errors="replace"):
+            frozen = server.signal_children("VLLM::Worker", signal.SIGSTOP)
+            time.sleep(FROZEN_SECONDS)
+            (out / entry.log_file).write_text(neutral(server.log_path.read_text(errors="replace")))
+            server.signal_children("VLLM::Worker", signal.SIGCONT)
+            entry.extra["frozen"] = f"VLLM::Worker ({len(frozen)} process) with SIGSTOP for {FROZEN_SECONDS:.0f} s"
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def fill(argument: str, models: dict[str, str]) -> str:
     """Replace ``{name}`` placeholders by the paths of the models."""
     for name, path in models.items():
@@ -239,7 +256,9 @@ def run_case(
         server.start()
         if case.action in WHILE_LOADING:
             _signal_while_loading(entry, server)
-        outcome = server.wait(START_TIMEOUT)
+        if case.action == "freeze_worker_loading":
+            kept = _freeze_while_loading(entry, server, out, neutral)
+        outcome: str = "frozen" if kept else server.wait(START_TIMEOUT)
         entry.ready = outcome == "ready"
         if outcome == "ready" and case.action not in ("start", "hold_port"):
             kept = _after_ready(entry, server, out, neutral)

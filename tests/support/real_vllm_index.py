@@ -36,6 +36,7 @@ Action = Literal[
     "serve_refused",  # as serve, then requests the server refuses one by one (4xx answers)
     "kill_server_streaming",  # reach ready, then SIGKILL the API server while a long streamed completion runs
     "term_worker",  # reach ready, then SIGTERM the VLLM::Worker process
+    "freeze_worker_loading",  # SIGSTOP the VLLM::Worker once it starts to load the model; keep the log 30 s later
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -66,6 +67,8 @@ STEPS: dict[str, str] = {
     "kill_server_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
     "tokens; once its first tokens arrive: kill -KILL <pid of the API server>",
     "term_worker": "after /health answers 200 and two requests: kill -TERM <pid of the process titled VLLM::Worker>",
+    "freeze_worker_loading": "run the command; once the log shows 'Starting to load model': kill -STOP <pid of the "
+    "process titled VLLM::Worker>; the log as it stood 30 s later (then SIGCONT, and SIGTERM to the process group)",
 }
 DEFINITION = (
     "id",
