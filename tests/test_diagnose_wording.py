@@ -941,3 +941,39 @@ def test_a_refused_kv_cache_data_type_or_a_backend_lacking_an_attribute_is_the_a
         "AttributeError: 'FlashMLAAttnBackend' object has no attribute 'page_table'",
     )
     assert rules_alone(lacking).diagnosis_class == "attention_backend_error"
+
+
+def test_a_model_configuration_file_that_cannot_be_read_is_the_models_and_a_range_check_a_setting() -> None:
+    config = (
+        STARTED + "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, Failed to load gemma 'settings.yaml' config for model /models/g. Check that it exists.\n"
+    )
+    assert rules_alone(config).diagnosis_class == "model_load_error"
+    seed = _process_traceback(
+        "Worker pid=3", [("v1/worker/cpu_worker.py", "init_device")], "ValueError: Top-k must be between 1 and 1024"
+    )
+    assert rules_alone(STARTED + seed).diagnosis_class == "config_error"
+
+
+def test_an_architecture_refused_that_is_a_drafters_is_speculative_decoding() -> None:
+    def refused(names: str) -> str:
+        return (
+            STARTED + "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig\n"
+            f"  Value error, Model architectures [{names}] are not supported for now. Supported architectures: [...]\n"
+        )
+
+    assert rules_alone(refused("'MedusaQwenForCausalLM'")).diagnosis_class == "spec_decode_problem"
+    assert rules_alone(refused("'MysteryForCausalLM'")).diagnosis_class == "model_load_error"
+
+
+def test_a_module_the_operator_named_in_an_argument_that_cannot_be_imported_is_a_setting() -> None:
+    given = (
+        "(APIServer pid=1) INFO 05-01 10:00:01 [api_utils.py:1] non-default args: {'middleware': ['acme_auth.Gate']}\n"
+    )
+    missing = _process_traceback(
+        "APIServer pid=1",
+        [("entrypoints/openai/api_server.py", "build_app")],
+        "ModuleNotFoundError: No module named 'acme_auth'",
+    )
+    assert rules_alone(STARTED + given + missing).diagnosis_class == "config_error"
+    assert rules_alone(STARTED + missing).diagnosis_class != "config_error"  # a module nobody named: installation

@@ -41,6 +41,7 @@ _VALID_CHOICES = re.compile(
 _REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
 _INVALID = re.compile(r"\b(?:[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|not a valid)\b")
 _QUOTED = re.compile(r"[`'\"]([^`'\"\s]{1,100})[`'\"]")
+_MODULE_MISSING = re.compile(r"No module named '(?P<name>[\w.]+)'")
 # The engines print the arguments they were given near the top of the log.
 _ARGUMENT_DUMP = re.compile(r"non-default args: \{|server_args=ServerArgs\(|[Aa]rgs: Namespace\(")
 _ARGUMENT_DUMP_LINES = 400
@@ -70,15 +71,18 @@ def refusal_class(root: ErrorEvent, window: LogWindow, component: str | None) ->
 
 
 def _given_value_refused(message: str, window: LogWindow) -> bool:
-    """The message refuses a value it quotes, and the engine's dump of its arguments (vLLM's "non-default args",
-    SGLang's ServerArgs) shows the operator gave that value as an argument."""
-    if not (_REFUSED.search(message) or _INVALID.search(message)):
+    """The message refuses a value it quotes, or cannot import a module it names, and the engine's dump of its
+    arguments (vLLM's "non-default args", SGLang's ServerArgs) shows the operator gave that value (or a dotted
+    path into that module: a middleware, a plugin) as an argument."""
+    module = _MODULE_MISSING.search(message)
+    if module is not None:
+        given = [f"'{module.group('name')}'", f"'{module.group('name')}."]
+    elif _REFUSED.search(message) or _INVALID.search(message):
+        given = [f"'{value}'" for value in _QUOTED.findall(message) if value.strip()]
+    else:
         return False
-    quoted = {value for value in _QUOTED.findall(message) if value.strip()}
-    if not quoted:
-        return False
-    for line in window.lines[:_ARGUMENT_DUMP_LINES]:
-        if _ARGUMENT_DUMP.search(line) and any(f"'{value}'" in line for value in quoted):
+    for line in window.lines[:_ARGUMENT_DUMP_LINES] if given else []:
+        if _ARGUMENT_DUMP.search(line) and any(value in line for value in given):
             return True
     return False
 

@@ -19,7 +19,8 @@ Each rule reads one property of the first real error, never the wording of one k
   ``spec_decode_problem`` (draft and target disagree far more often than the target alone is broken),
   also when the drafter's CUDA graph was being captured: a shape mismatch is not what capture gets wrong;
 - a model that cannot be found while the speculative configuration is built is the drafter:
-  ``spec_decode_problem``, above the wording that names a missing model in general;
+  ``spec_decode_problem``, above the wording that names a missing model in general; so is an
+  architecture the engine refuses when it is a drafter's (an EAGLE-3 drafter given to the EAGLE method);
 - a check that refuses something on this GPU (its compute capability or generation named) is
   ``unsupported_arch``, and one that refuses a parallelism setting (tensor, pipeline, data, expert
   parallelism), a value it lists the valid ones for, a size that does not divide another, or a value the
@@ -83,6 +84,9 @@ _LAYER_WITHOUT_WEIGHT = re.compile(
 _WEIGHT_NAME = re.compile(r"^'?[\w.]+\.(?:weight|bias|\w*scale\w*)'?")
 # A weight that belongs to a drafter (EAGLE, MTP / NextN layers, a draft model), or one a drafter shares with its
 # target and often leaves out of its checkpoint (the embedding, the LM head).
+# An architecture the engine refuses ("Model architectures ['X'] are not supported"), and a drafter's among them.
+_REFUSED_ARCHITECTURES = re.compile(r"[Aa]rchitectures? (?P<names>\[[^\]]{1,300}\]) (?:are|is) not supported")
+_DRAFTER_ARCHITECTURE = re.compile(r"Eagle|Medusa|MTP|Draft|NextN|Speculator|MLPSpeculator")
 _DRAFTER_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|spec|embed_tokens|lm_head", re.IGNORECASE)
 # Speculative decoding switched on: set in a configuration dump (SGLang's ServerArgs, vLLM's engine config
 # print "=None" when it is off), given on the command line, or named in messages and module paths.
@@ -296,6 +300,14 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             SPECULATIVE_MISMATCH_PRIORITY,
             0.8,
             "a model that cannot be found while the speculative configuration is built: the drafter's path",
+        )
+    refused_architectures = _REFUSED_ARCHITECTURES.search(root.message)
+    if refused_architectures is not None and _DRAFTER_ARCHITECTURE.search(refused_architectures.group("names")):
+        add(
+            "spec_decode_problem",
+            SPECULATIVE_MISMATCH_PRIORITY,
+            0.75,
+            "the architecture the engine does not accept is a drafter's: the speculative method and drafter disagree",
         )
     missing_weight = _missing_weight(root) or _layer_without_weight(root)
     if missing_weight is not None and not _DRAFTER_WEIGHT.search(missing_weight):
