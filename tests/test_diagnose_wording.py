@@ -977,3 +977,13 @@ def test_a_module_the_operator_named_in_an_argument_that_cannot_be_imported_is_a
     )
     assert rules_alone(STARTED + given + missing).diagnosis_class == "config_error"
     assert rules_alone(STARTED + missing).diagnosis_class != "config_error"  # a module nobody named: installation
+
+
+def test_a_refused_path_the_operator_gave_is_not_a_setting() -> None:
+    given = "(APIServer pid=1) INFO 05-01 10:00:01 [api_utils.py:1] non-default args: {'model': '/models/x'}\n"
+    refused = _process_traceback(
+        "Worker pid=3",
+        [("model_executor/model_loader/utils.py", "get_model_architecture")],
+        "ValueError: Unsupported model '/models/x'",
+    )
+    assert rules_alone(STARTED + given + refused).diagnosis_class == "model_load_error"

@@ -78,7 +78,8 @@ def _given_value_refused(message: str, window: LogWindow) -> bool:
     if module is not None:
         given = [f"'{module.group('name')}'", f"'{module.group('name')}."]
     elif _REFUSED.search(message) or _INVALID.search(message):
-        given = [f"'{value}'" for value in _QUOTED.findall(message) if value.strip()]
+        # A quoted path is a file the check could not use (the model's, a drafter's): not a setting's value.
+        given = [f"'{value}'" for value in _QUOTED.findall(message) if value.strip() and "/" not in value]
     else:
         return False
     for line in window.lines[:_ARGUMENT_DUMP_LINES] if given else []:
