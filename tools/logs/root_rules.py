@@ -82,11 +82,11 @@ _LAYER_WITHOUT_WEIGHT = re.compile(
     r"'(?P<attribute>\w*(?:weight|scale|bias|zero|qweight|qzeros|g_idx)\w*)'"
 )
 _WEIGHT_NAME = re.compile(r"^'?[\w.]+\.(?:weight|bias|\w*scale\w*)'?")
-# A weight that belongs to a drafter (EAGLE, MTP / NextN layers, a draft model), or one a drafter shares with its
-# target and often leaves out of its checkpoint (the embedding, the LM head).
 # An architecture the engine refuses ("Model architectures ['X'] are not supported"), and a drafter's among them.
 _REFUSED_ARCHITECTURES = re.compile(r"[Aa]rchitectures? (?P<names>\[[^\]]{1,300}\]) (?:are|is) not supported")
-_DRAFTER_ARCHITECTURE = re.compile(r"Eagle|Medusa|MTP|Draft|NextN|Speculator|MLPSpeculator")
+_DRAFTER_ARCHITECTURE = re.compile(r"Eagle|Medusa|MTP|Draft|NextN|Speculator")
+# A weight that belongs to a drafter (EAGLE, MTP / NextN layers, a draft model), or one a drafter shares with its
+# target and often leaves out of its checkpoint (the embedding, the LM head).
 _DRAFTER_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|spec|embed_tokens|lm_head", re.IGNORECASE)
 # Speculative decoding switched on: set in a configuration dump (SGLang's ServerArgs, vLLM's engine config
 # print "=None" when it is off), given on the command line, or named in messages and module paths.
