@@ -132,7 +132,9 @@ def test_a_drafter_job_killed_mid_training_is_reported_failed(tmp_path: Path) ->
                 "target_server": "127.0.0.1:39181",
                 "served_model_name": target.name,
                 "num_samples": 48,
-                "num_epochs": 2,
+                # Many epochs: training on the stand-in takes minutes, so the kill always lands mid-training (two
+                # epochs took a fraction of a second, and a loaded machine could see the job finish first).
+                "num_epochs": 5000,
                 "wait": False,
                 "specforge_dir": environment.specforge_dir,
                 "draft_model_config": environment.specforge_draft_configs[0],
