@@ -203,60 +203,54 @@ def drafter_load_evidence(found: list[Evidence], library: SignatureLibrary) -> l
     ]
 
 
+# Deaths by a signal, from the exit status: (exit codes, priority, raw confidence, why, extra remedies, summary).
+_SIGNAL_DEATHS: tuple[tuple[tuple[int, ...], int, float, str, tuple[str, ...], str], ...] = (
+    (
+        KILLED_EXIT_CODES,
+        28,
+        0.7,
+        "the process exited with {code} (SIGKILL)",
+        (),
+        "The process was killed with SIGKILL.",
+    ),
+    (
+        SIGNAL_EXIT_CODES,
+        27,
+        0.6,
+        "the process died from a signal (exit {code})",
+        ("inspect_traceback",),
+        "The process died from a signal (abort or segfault).",
+    ),
+    (
+        HANGUP_EXIT_CODES,
+        27,
+        0.6,
+        "the process was ended by SIGHUP (exit {code}): the terminal or session that started it closed",
+        (),
+        "The process was ended by a hang-up signal (its terminal or session closed).",
+    ),
+)
+
+
 def exit_evidence(exit_code: int | None, index: int | None, library: SignatureLibrary) -> list[Evidence]:
     """A process that died from a signal was killed from outside, or crashed outside Python."""
-    remedies = list(library.class_remedies["process_killed"])
-    if exit_code in KILLED_EXIT_CODES:
-        return [
-            Evidence(
-                "exit",
-                "process_killed",
-                28,
-                0.7,
-                index,
-                f"the process exited with {exit_code} (SIGKILL)",
-                remedies,
-                "The process was killed with SIGKILL.",
-            )
-        ]
-    if exit_code in SIGNAL_EXIT_CODES:
-        return [
-            Evidence(
-                "exit",
-                "process_killed",
-                27,
-                0.6,
-                index,
-                f"the process died from a signal (exit {exit_code})",
-                ["inspect_traceback", *remedies],
-                "The process died from a signal (abort or segfault).",
-            )
-        ]
-    if exit_code in HANGUP_EXIT_CODES:
-        return [
-            Evidence(
-                "exit",
-                "process_killed",
-                27,
-                0.6,
-                index,
-                f"the process was ended by SIGHUP (exit {exit_code}): the terminal or session that started it closed",
-                remedies,
-                "The process was ended by a hang-up signal (its terminal or session closed).",
-            )
-        ]
+    for codes, priority, confidence, why, extra, summary in _SIGNAL_DEATHS:
+        if exit_code in codes:
+            remedies = [*extra, *library.class_remedies["process_killed"]]
+            reason = why.format(code=exit_code)
+            return [Evidence("exit", "process_killed", priority, confidence, index, reason, remedies, summary)]
     return []
 
 
-def root_cause(events: LogEvents, start_line: int, lines: list[str] | None = None) -> ErrorEvent | None:
+def root_cause(events: LogEvents, start_line: int, lines: list[str]) -> ErrorEvent | None:
     """The first real error at or after ``start_line``: an exception or a crash (not an echo of one, nor one its
-    process survived when ``lines`` are given and a later error ended the run), else the traceback fragment that
-    carries an error message or whose frames name a component (a log cut before its exception line)."""
+    process survived while a later error ended the run; ``lines`` are the window's), else the traceback fragment
+    that carries an error message or whose frames name a component (a log cut before its exception line)."""
     candidates = [event for event in events.real() if event.first_index >= start_line]
     failures = [event for event in candidates if event.kind in ("exception", "crash")]
     for position, event in enumerate(failures):
         later = failures[position + 1] if position + 1 < len(failures) else None
-        if later is None or lines is None or not _survived(event, lines, later.first_index):
+        if later is None or not _survived(event, lines, later.first_index):
             return event
     fragments = [event for event in candidates if event.kind == "truncated"]
     named = [event for event in fragments if event.message or failing_component(event.frames) is not None]
