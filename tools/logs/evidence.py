@@ -17,6 +17,7 @@ from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.library import DiagnosisClass, Signature, SignatureLibrary
 from tools.logs.phase import Phase
 from tools.logs.prefixes import split_line
+from tools.logs.signals import KERNEL_BUILD_LINE
 from tools.logs.window import LogWindow
 
 LAST_LINES = 30
@@ -35,10 +36,6 @@ SIGNAL_EXIT_CODES = (-11, 139, -7, 135, -4, 132, -8, 136)
 HANGUP_EXIT_CODES = (-1, 129)  # SIGHUP: the terminal or session that started it closed; nothing handles it
 SURVIVAL_LOOKAHEAD_LINES = 200
 BUILD_LOOKBACK_LINES = 40
-_KERNEL_BUILD_LINE = re.compile(
-    r"ninja: |\bnvcc |\bptxas |[Bb]uilding (?:extension|kernels?)|JIT compil|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b"
-    r"|begins to compile"
-)
 _STOPPING = re.compile(
     r"[Ss]hut(?:ting)? ?down|[Tt]erminat|[Ee]xit|[Kk]ill|[Ss]top|[Cc]lean(?:ing)? ?up|[Aa]bort|[Ff]ail"
 )
@@ -139,7 +136,7 @@ def _first_notice_during_build(signature: Signature, window: LogWindow, index: i
     if any(regex.search(window.text, again) for regex in signature.regexes):
         return False
     before = window.lines[max(0, index - BUILD_LOOKBACK_LINES) : index]
-    return any(_KERNEL_BUILD_LINE.search(line) for line in before)
+    return any(KERNEL_BUILD_LINE.search(line) for line in before)
 
 
 def stack_evidence(events: LogEvents, start_line: int, library: SignatureLibrary) -> list[Evidence]:

@@ -31,7 +31,7 @@ from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.models import Alternative, DiagnosisHints
 from tools.logs.phase import last_phase
 from tools.logs.root_rules import phase_lead
-from tools.logs.signals import last_progress
+from tools.logs.signals import KERNEL_BUILD_LINE, last_progress
 from tools.logs.window import LogWindow
 
 # Written by tools/hosts/supervise.py (``describe_exit``) when the process it runs ends.
@@ -56,8 +56,6 @@ _SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated")
 # Python's multiprocessing resource tracker, left behind when the processes it served end without cleaning up.
 _EXIT_CLEANUP = re.compile(r"resource_tracker: There appear to be \d+ leaked")
 _CLEANUP_LINES = 4
-# Kernels built just in time (FlashInfer without prebuilt kernels, a torch extension, ninja).
-_JIT_BUILD = re.compile(r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?)|Compiling kernels?|ninja -v")
 _SEVERAL_NODES = re.compile(
     r"nnodes['\"]?[=:] ?(?:[2-9]|[1-9]\d)|--nnodes[= ](?:[2-9]|[1-9]\d)|node_rank['\"]?[=:] ?[1-9]|NNODES=[2-9]"
 )
@@ -212,7 +210,7 @@ def no_failure_decision(
             ["nccl_debug_info", "nccl_ib_disable", "disable_cuda_graph"],
             library,
         )
-    if stale and phase.phase == "cuda_graph" and any(_JIT_BUILD.search(line) for line in window.lines):
+    if stale and phase.phase == "cuda_graph" and any(KERNEL_BUILD_LINE.search(line) for line in window.lines):
         return _decision(
             calibration,
             "loading",

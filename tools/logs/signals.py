@@ -24,6 +24,12 @@ _VLLM_MARKS = re.compile(
     r"vllm|vLLM|\(APIServer pid=|EngineCore|VllmWorker|\[core\.py:\d+\]"
     r"|(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d \d\d:\d\d:\d\d \[?[\w.]+\.py:\d+\]"
 )
+# A just-in-time kernel build under way (FlashInfer without prebuilt kernels, a torch extension, TileLang, ninja,
+# nvcc, ptxas): it can keep a start-up silent for minutes.
+KERNEL_BUILD_LINE = re.compile(
+    r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?)|ninja -v|ninja: |\bnvcc |\bptxas "
+    r"|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b|begins to compile"
+)
 _ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)")
 
 
