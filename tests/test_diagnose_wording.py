@@ -987,3 +987,46 @@ def test_a_refused_path_the_operator_gave_is_not_a_setting() -> None:
         "ValueError: Unsupported model '/models/x'",
     )
     assert rules_alone(STARTED + given + refused).diagnosis_class == "model_load_error"
+
+
+def test_a_traceback_under_mpiruns_output_tags_is_read_with_its_rank() -> None:
+    tagged = (
+        "[1,0]<stdout>:node-a:41:41 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "[1,1]<stderr>:Traceback (most recent call last):\n"
+        "[1,0]<stdout>:node-a:41:41 [0] NCCL INFO Channel 00/02 :    0   1\n"
+        '[1,1]<stderr>:  File "/opt/jobs/allreduce_check.py", line 31, in <module>\n'
+        "[1,1]<stderr>:    torch.distributed.all_reduce(buffer)\n"
+        "[1,1]<stderr>:torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:275, unhandled system error\n"
+    )
+    root_cause = rules_alone(tagged).root_cause
+    assert root_cause is not None and root_cause.type == "torch.distributed.DistBackendError"
+    assert root_cause.origin == "1,1" and root_cause.frames[0].function == "<module>"
+
+
+def test_communicators_destroyed_after_a_finished_collective_test_are_no_start_up() -> None:
+    finished = (
+        "gpu-a:1201:1201 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+        "gpu-a:1201:1220 [0] NCCL INFO comm 0x5612ab3c0010 rank 0 nranks 2 cudaDev 0 busId 1a000 - Init COMPLETE\n"
+        "    67108864      16777216     float     sum      -1    512.3  131.00  131.00      0    510.8  131.38\n"
+        "# Out of bounds values : 0 OK\n"
+        "# Avg bus bandwidth    : 48.210\n"
+        "gpu-a:1201:1201 [0] NCCL INFO comm 0x5612ab3c0010 rank 0 nranks 2 cudaDev 0 busId 1a000 - Destroy COMPLETE\n"
+        "gpu-a:1202:1202 [1] NCCL INFO comm 0x55f0c2d10020 rank 1 nranks 2 cudaDev 1 busId 1b000 - Destroy COMPLETE\n"
+    )
+    diagnosis = rules_alone(finished)
+    assert (diagnosis.diagnosis_class, diagnosis.phase) == ("healthy", "serving")
+    started = finished.split("    67108864")[0]  # the same communicator only set up: still starting
+    assert rules_alone(started).phase == "distributed_init"
+
+
+def test_a_training_job_reporting_its_steps_is_running_until_an_error_follows() -> None:
+    steps = "".join(
+        f"[rank0]:2025-06-01 10:00:0{step},100 - trainer - INFO - step: {step:>3}  loss: {8 - step / 2:.4f}  tps: 41\n"
+        for step in range(1, 5)
+    )
+    running = rules_alone("[rank0]:2025-06-01 09:59:50,000 - trainer - INFO - Building model\n" + steps)
+    assert running.diagnosis_class == "healthy"
+    failed = rules_alone(
+        steps + "[rank0]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB on device 0\n"
+    )
+    assert failed.diagnosis_class == "cuda_oom"

@@ -26,6 +26,7 @@ _PREFIXES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+"), False),  # short collector timestamps
     (re.compile(r"\s*\((?P<origin>[^()]*?pid=\d+[^()]*|raylet)\)\s?"), False),  # (EngineCore_DP0 pid=1), (raylet)
     (re.compile(r"\[(?P<origin>rank\d+)\]:\s?"), False),  # torch elastic / c10d rank prefix
+    (re.compile(r"\[(?P<origin>\d+,\d+)\]<std(?:out|err)>:\s?"), False),  # mpirun --tag-output: [job,rank]<stdout>:
     (re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) \d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\]\s?"), True),
     (re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?P<origin> (?:[A-Z]{2,3}\d+ ?)+)?\]\s?"), True),  # SGLang
     # Python logging's default and uvicorn's "LEVEL:" column, also repeated on every line of a logged traceback
