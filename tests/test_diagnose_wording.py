@@ -1030,3 +1030,93 @@ def test_a_training_job_reporting_its_steps_is_running_until_an_error_follows() 
         steps + "[rank0]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB on device 0\n"
     )
     assert failed.diagnosis_class == "cuda_oom"
+
+
+def test_an_event_queried_while_its_stream_was_capturing_is_the_captures_failure() -> None:
+    text = (
+        STARTED + "[rank2]: RuntimeError: CUDA error: operation not permitted on an event last recorded in a "
+        "capturing stream\n"
+        "Fatal Python error: Aborted\n"
+    )
+    assert rules_alone(text).diagnosis_class == "cuda_graph_capture_failure"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "AssertionError: Only {'triton', 'fa3'} backends are supported on Hopper GPUs for sliding-window MoE models. "
+        "Got attention_backend=torch_native.",
+        "ValueError: Please use XFormers backend for models with alibi slopes; set VLLM_ATTENTION_BACKEND=XFORMERS.",
+    ],
+)
+def test_a_chosen_attention_backend_refused_with_the_allowed_ones_named_is_the_backends(line: str) -> None:
+    assert rules_alone(STARTED + line + "\n").diagnosis_class == "attention_backend_error"
+
+
+def test_a_model_variant_or_an_adapter_the_engine_cannot_load_is_the_models_files() -> None:
+    variant = "ValueError: Currently, AcmeVL only supports versions 1.0, 1.5. Got version: (2, 0)\n"
+    assert rules_alone(STARTED + variant).diagnosis_class == "model_load_error"
+    adapter = (
+        "ValueError: While loading /adapters/support-bot/step-400, expected target modules in ['q_proj', 'v_proj'] "
+        "but received ['vision_tower.fc1']\n"
+    )
+    assert rules_alone(STARTED + adapter).diagnosis_class == "model_load_error"
+
+
+def test_silence_after_gloo_connected_the_ranks_is_a_collective_hang() -> None:
+    text = (
+        STARTED + "[Gloo] Rank 0 is connected to 3 peer ranks. Expected number of connected peer ranks is : 3\n"
+        "[Gloo] Rank 2 is connected to 3 peer ranks. Expected number of connected peer ranks is : 3\n"
+        "(Worker pid=8) INFO 05-01 10:00:03 [topology.py:1] GPU 0: NVIDIA H100 80GB HBM3\n"
+    )
+    assert rules_alone(text).phase == "distributed_init"
+    silent = rules_alone(text, DiagnosisHints(seconds_since_output=3600))
+    assert silent.diagnosis_class == "nccl_hang"
+
+
+def test_a_layer_only_a_drafter_has_missing_from_the_model_is_speculative_decoding() -> None:
+    traceback = _traceback(
+        [("sglang/srt/model_loader/loader.py", "load_model"), ("sglang/srt/models/llama.py", "load_weights")],
+        "KeyError: 'midlayer.mlp.down_proj.weight'",
+    )
+    assert rules_alone(traceback).diagnosis_class == "spec_decode_problem"
+    target = traceback.replace("midlayer.mlp.down_proj.weight", "layers.3.mlp.down_proj.weight")
+    assert rules_alone(target).diagnosis_class == "model_load_error"
+
+
+def test_a_native_crash_in_speculative_decodings_own_code_is_speculative_decoding() -> None:
+    crash = (
+        STARTED + "free(): double free detected in tcache 2\n"
+        "Fatal Python error: Aborted\n"
+        "acme::eagle::TreeBuilder::expand(int)\n"
+    )
+    assert rules_alone(crash).diagnosis_class == "spec_decode_problem"
+    elsewhere = crash.replace("acme::eagle::TreeBuilder", "acme::tokenizer::Trie")
+    assert rules_alone(elsewhere).diagnosis_class == "process_killed"
+
+
+def test_ucxs_crash_report_is_a_native_crash_named_by_the_library_it_shows() -> None:
+    crash = (
+        "[gpu07:41233:0:41290] Caught signal 7 (Bus error: nonexistent physical address)\n"
+        "==== backtrace (tid:  41290) ====\n"
+        " 0  /opt/ucx/lib/libucs.so.0(ucs_handle_error+0x2a4) [0x7f2c11a5c2a4]\n"
+        " 1  /opt/hpc/lib/libnccl.so.2(+0x8b21c) [0x7f2c0e68b21c]\n"
+    )
+    diagnosis = rules_alone(crash)
+    assert diagnosis.diagnosis_class == "nccl_error"
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.kind == "crash"
+    elsewhere = crash.replace("/opt/hpc/lib/libnccl.so.2", "/opt/app/lib/libsolver.so")
+    assert rules_alone(elsewhere).diagnosis_class == "process_killed"
+
+
+def test_vllms_interval_acceptance_lines_are_judged_on_the_tokens_they_sum() -> None:
+    def metrics(drafted: int) -> str:
+        return (
+            "(APIServer pid=1) INFO 05-01 10:01:00 [metrics.py:1] SpecDecoding metrics: Mean acceptance length: 1.04, "
+            f"Accepted throughput: 1.1 tokens/s, Drafted throughput: 90.2 tokens/s, Accepted: 12 tokens, "
+            f"Drafted: {drafted} tokens\n"
+        )
+
+    serving = STARTED + '(APIServer pid=1) INFO:     10.0.0.5:5100 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    assert rules_alone(serving + metrics(2400) + metrics(1800)).diagnosis_class == "spec_decode_problem"
+    assert rules_alone(serving + metrics(30) + metrics(24)).diagnosis_class == "healthy"  # too few tokens to judge

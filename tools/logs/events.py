@@ -23,18 +23,19 @@ EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(
     r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
-    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] "
+    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |Caught signal "
 )
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|KeyError)"
     r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*)(?::\s?(?P<message>.*))?$"
 )
 _INNERMOST_FIRST_HEADER = re.compile(r"\(most recent call first\)|^Thread \d+ \((?:active|idle)[^)]*\)")
-# Native crash reports: the interpreter's fault handler, glibc-style signal reports, and the banner of
-# the stack printer PyTorch-based programs install ("!!!!!!! Segfault encountered !!!!!!!").
+# Native crash reports: the interpreter's fault handler, glibc-style signal reports, the banner of
+# the stack printer PyTorch-based programs install ("!!!!!!! Segfault encountered !!!!!!!"), and UCX's
+# handler ("[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped ...)").
 _CRASH = re.compile(
     r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received"
-    r"|^!+ ?(?P<banner>\w+) encountered ?!+"
+    r"|^!+ ?(?P<banner>\w+) encountered ?!+|^\[[^\]\s]+\] Caught signal (?P<number>\d+) \((?P<caught>[^:)]+)"
 )
 # A native check that prints and exits (vLLM's CUDACHECK in csrc/custom_all_reduce.cuh, NCCL tests'
 # NCCLCHECK): "Failed: Cuda error csrc/custom_all_reduce.cuh:368 'invalid argument'"; some builds omit the kind.
@@ -194,6 +195,8 @@ class _Parser:
                 self.block.type, self.block.message = "Fatal Python error", crash.group("message")
             elif crash.group("signal"):
                 self.block.type, self.block.message = crash.group("signal"), f"{crash.group('signal')} received"
+            elif crash.group("caught"):
+                self.block.type, self.block.message = f"signal {crash.group('number')}", crash.group("caught")
             else:
                 self.block.type, self.block.message = crash.group("banner"), f"{crash.group('banner')} encountered"
         return True

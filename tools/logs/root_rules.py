@@ -87,7 +87,10 @@ _REFUSED_ARCHITECTURES = re.compile(r"[Aa]rchitectures? (?P<names>\[[^\]]{1,300}
 _DRAFTER_ARCHITECTURE = re.compile(r"Eagle|Medusa|MTP|Draft|NextN|Speculator")
 # A weight that belongs to a drafter (EAGLE, MTP / NextN layers, a draft model), or one a drafter shares with its
 # target and often leaves out of its checkpoint (the embedding, the LM head).
-_DRAFTER_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|spec|embed_tokens|lm_head", re.IGNORECASE)
+_DRAFTER_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|spec|midlayer|embed_tokens|lm_head", re.IGNORECASE)
+# Layers only a drafter's checkpoint has (EAGLE-3 names its one decoder layer "midlayer"): missing from the model
+# the engine built, they show a drafter loaded as (or through) another model even where no speculative setting shows.
+_DRAFTER_ONLY_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|midlayer", re.IGNORECASE)
 # Speculative decoding switched on: set in a configuration dump (SGLang's ServerArgs, vLLM's engine config
 # print "=None" when it is off), given on the command line, or named in messages and module paths.
 _SPECULATIVE_CONTEXT = re.compile(
@@ -114,6 +117,8 @@ _CRASH_COMPONENTS = ("cuda_graph", "distributed")
 # NCCL's own symbols in a native crash report (the program counter's function, the library): a crash inside
 # NCCL is nccl_error even when no Python frame names the distributed code.
 _NCCL_SYMBOL = re.compile(r"nccl|Proxy(?:Op|Service|Progress|Connect|State)\w*\(", re.IGNORECASE)
+# Speculative decoding's own native code in a crash report (C++ namespaces such as sglang::ngram::).
+_SPECULATIVE_SYMBOL = re.compile(r"\b(?:ngram|eagle\d?|speculative|spec_decode)::", re.IGNORECASE)
 _CRASH_REPORT_LINES = 12
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "cuda_graph": ("cuda_graph_capture_failure", 0.75),
@@ -180,12 +185,12 @@ def _through_speculative(root: ErrorEvent) -> bool:
     return any(frame_component(frame) == "speculative" for frame in root.frames)
 
 
-def _crashed_in_nccl(root: ErrorEvent, window: LogWindow) -> bool:
-    """The crash report (its stack and the lines right after its banner) names NCCL's code."""
-    if any(_NCCL_SYMBOL.search(f"{frame.path} {frame.function}") for frame in root.frames):
+def _crashed_in(symbol: re.Pattern[str], root: ErrorEvent, window: LogWindow) -> bool:
+    """The crash report (its stack and the lines right after its banner) names the code ``symbol`` matches."""
+    if any(symbol.search(f"{frame.path} {frame.function}") for frame in root.frames):
         return True
     report = window.lines[root.index : root.index + _CRASH_REPORT_LINES]
-    return any(_NCCL_SYMBOL.search(line) for line in report)
+    return any(symbol.search(line) for line in report)
 
 
 def _missing_weight(root: ErrorEvent) -> str | None:
@@ -259,8 +264,10 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
         if outer_class is not None:
             why = f"the failure in {component} code was raised while {outer} code ran it"
             add(outer_class[0], COMPONENT_PRIORITY - 1, outer_class[1], why)
-    if root.kind == "crash" and mapped is None and _crashed_in_nccl(root, window):
+    if root.kind == "crash" and mapped is None and _crashed_in(_NCCL_SYMBOL, root, window):
         add("nccl_error", CRASH_PRIORITY + 1, 0.7, "the process crashed in native code inside NCCL")
+    elif root.kind == "crash" and mapped is None and _crashed_in(_SPECULATIVE_SYMBOL, root, window):
+        add("spec_decode_problem", CRASH_PRIORITY + 1, 0.7, "the process crashed in speculative decoding's native code")
     elif root.kind == "crash" and mapped is None and _SIGNAL_DEATH.search(f"{root.type} {root.message}"):
         where = f" in {component} code" if component else ""
         add("process_killed", CRASH_PRIORITY, 0.7, f"the process crashed in native code{where} ({root.message})")
@@ -317,7 +324,15 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the checkpoint has no weight of this name for the model the engine built (checkpoint and model disagree)",
         )
-    elif component != "speculative" and _mismatch(root) and (_through_speculative(root) or speculative_in_use(window)):
+    elif (
+        component != "speculative"
+        and _mismatch(root)
+        and (
+            _through_speculative(root)
+            or speculative_in_use(window)
+            or (missing_weight is not None and _DRAFTER_ONLY_WEIGHT.search(missing_weight) is not None)
+        )
+    ):
         drafter_capture = component == "cuda_graph" and _through_speculative(root)
         add(
             "spec_decode_problem",

@@ -13,6 +13,9 @@ EngineGuess = Literal["sglang", "vllm", "unknown"]
 LOW_ACCEPT_LENGTH = 1.3
 SAMPLE_CHARS = 64 * 1024  # engine detection looks at this much of the head and of the tail
 ACCEPT_SCAN_CHARS = 256 * 1024  # acceptance is judged on the most recent decode lines
+# Three readings, or fewer that together report this many drafted tokens (vLLM's metrics line sums an interval).
+ACCEPT_READINGS = 3
+ACCEPT_DRAFTED_TOKENS = 1000
 WARMUP_LOOKBACK_LINES = 3  # the warm-up's result is logged just before the ready line
 # The engines' own wording: SGLang's start-up milestones and rank prefixes, vLLM's process prefixes and its
 # log format ("INFO 11-01 23:16:33 file.py:56]").
@@ -30,7 +33,10 @@ KERNEL_BUILD_LINE = re.compile(
     r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?)|ninja -v|ninja: |\bnvcc |\bptxas "
     r"|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b|begins to compile"
 )
-_ACCEPT = re.compile(r"accept len: (?P<value>\d+(?:\.\d+)?)|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)")
+_ACCEPT = re.compile(
+    r"accept len: (?P<value>\d+(?:\.\d+)?)"
+    r"|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)(?:[^\n]*?Drafted: (?P<drafted>\d+) tokens)?"
+)
 
 
 def detect_engine(window: LogWindow) -> EngineGuess:
@@ -90,12 +96,13 @@ def last_progress(window: LogWindow, library: SignatureLibrary) -> tuple[int, st
 
 
 def low_acceptance(window: LogWindow) -> tuple[int, float] | None:
-    values: list[tuple[int, float]] = []
+    """The line and mean of the recent acceptance lengths when they are low and the sample is large enough."""
+    values: list[tuple[int, float, int]] = []
     for match in _ACCEPT.finditer(window.text, max(len(window.text) - ACCEPT_SCAN_CHARS, 0)):
         value = float(match.group("value") or match.group("vllm"))
-        values.append((window.line_index_at(match.start()), value))
+        values.append((window.line_index_at(match.start()), value, int(match.group("drafted") or 0)))
     recent = values[-20:]
-    if len(recent) < 3:
+    if len(recent) < ACCEPT_READINGS and sum(drafted for _, _, drafted in recent) < ACCEPT_DRAFTED_TOKENS:
         return None
-    mean = sum(value for _, value in recent) / len(recent)
+    mean = sum(value for _, value, _ in recent) / len(recent)
     return (recent[-1][0], mean) if mean < LOW_ACCEPT_LENGTH else None
