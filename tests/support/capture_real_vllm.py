@@ -41,12 +41,14 @@ KILLS = {
     "kill_engine_core": ("VLLM::EngineCore", signal.SIGKILL),
     "segv_worker": ("VLLM::Worker", signal.SIGSEGV),
     "term_worker": ("VLLM::Worker", signal.SIGTERM),
+    "usr1_engine_core": ("VLLM::EngineCore", signal.SIGUSR1),
 }
 SERVER_SIGNALS = {
     "kill_server": signal.SIGKILL,
     "stop_sigterm": signal.SIGTERM,
     "stop_sigint": signal.SIGINT,
     "hangup_server": signal.SIGHUP,
+    "quit_server": signal.SIGQUIT,
 }
 WHILE_LOADING = {
     "kill_server_loading": ("", signal.SIGKILL),
@@ -54,7 +56,13 @@ WHILE_LOADING = {
     "kill_worker_loading": ("VLLM::Worker", signal.SIGKILL),
     "abort_engine_core_loading": ("VLLM::EngineCore", signal.SIGABRT),
 }
-STREAMING_SIGNALS = {"stop_sigterm_streaming": signal.SIGTERM, "kill_server_streaming": signal.SIGKILL}
+# action -> (title of the process to signal, the signal) once a long stream runs; an empty title means the API server
+STREAMING_SIGNALS = {
+    "stop_sigterm_streaming": ("", signal.SIGTERM),
+    "kill_server_streaming": ("", signal.SIGKILL),
+    "stop_sigint_streaming": ("", signal.SIGINT),
+    "kill_engine_core_streaming": ("VLLM::EngineCore", signal.SIGKILL),
+}
 LOADING_MARKER = "Starting to load model"
 FROZEN_SECONDS = 30.0
 
@@ -118,9 +126,19 @@ def _load(server: VllmServer, seconds: float) -> None:
         thread.join()
 
 
-def _signal_while_streaming(entry: Entry, server: VllmServer, number: signal.Signals) -> None:
-    """Start a long streamed completion; once its first chunk arrives, send ``number`` to the API server; read on."""
+def _signal_while_streaming(entry: Entry, server: VllmServer, title: str, number: signal.Signals) -> None:
+    """Start a long streamed completion; once its first chunk arrives, send ``number`` to the processes titled
+    ``title`` (the API server when empty); read on."""
     assert server.process is not None
+
+    def send() -> None:
+        if title:
+            killed = server.signal_children(title, number)
+            entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
+        else:
+            assert server.process is not None
+            server.process.send_signal(number)
+
     body = {
         "model": _model_name(server),
         "prompt": "The operator opened the console",
@@ -139,10 +157,10 @@ def _signal_while_streaming(entry: Entry, server: VllmServer, number: signal.Sig
         for line in response:
             chunks[phase] += line.startswith(b"data:")
             if phase == "before" and chunks[phase]:
-                server.process.send_signal(number)
+                send()
                 phase = "after"
-    if phase == "before":  # the stream never started: signal the server all the same
-        server.process.send_signal(number)
+    if phase == "before":  # the stream never started: signal all the same
+        send()
     entry.extra["streamed_chunks"] = f"{chunks['before']} before {number.name}, {chunks['after']} after"
 
 
@@ -169,7 +187,7 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         killed = server.signal_children(title, number)
         entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
     elif case.action in STREAMING_SIGNALS:
-        _signal_while_streaming(entry, server, STREAMING_SIGNALS[case.action])
+        _signal_while_streaming(entry, server, *STREAMING_SIGNALS[case.action])
     elif case.action in SERVER_SIGNALS:
         server.process.send_signal(SERVER_SIGNALS[case.action])
     entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
@@ -296,6 +314,10 @@ def main(argv: list[str]) -> int:
     unknown = set(arguments.only or ()) - {entry.case.id for entry in entries}
     if unknown:
         parser.error(f"no such case: {', '.join(sorted(unknown))}")
+    # A background job of a non-interactive shell starts with SIGINT and SIGQUIT ignored, and the servers would
+    # inherit that: the cases that send them must meet the default dispositions an operator's server has.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     engine = prepare()
     version = engine_version(engine)
     arguments.out.mkdir(parents=True, exist_ok=True)

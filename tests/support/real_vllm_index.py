@@ -37,6 +37,10 @@ Action = Literal[
     "kill_server_streaming",  # reach ready, then SIGKILL the API server while a long streamed completion runs
     "term_worker",  # reach ready, then SIGTERM the VLLM::Worker process
     "freeze_worker_loading",  # SIGSTOP the VLLM::Worker once it starts to load the model; keep the log 30 s later
+    "kill_engine_core_streaming",  # reach ready, then SIGKILL the VLLM::EngineCore during a long stream
+    "stop_sigint_streaming",  # reach ready, then SIGINT the server while a long streamed completion runs
+    "quit_server",  # reach ready, then SIGQUIT the API server
+    "usr1_engine_core",  # reach ready, then SIGUSR1 the VLLM::EngineCore process
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -69,6 +73,13 @@ STEPS: dict[str, str] = {
     "term_worker": "after /health answers 200 and two requests: kill -TERM <pid of the process titled VLLM::Worker>",
     "freeze_worker_loading": "run the command; once the log shows 'Starting to load model': kill -STOP <pid of the "
     "process titled VLLM::Worker>; the log as it stood 30 s later (then SIGCONT, and SIGTERM to the process group)",
+    "kill_engine_core_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
+    "tokens; once its first tokens arrive: kill -KILL <pid of the process titled VLLM::EngineCore>",
+    "stop_sigint_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
+    "tokens; once its first tokens arrive: kill -INT <pid of the API server>",
+    "quit_server": "after /health answers 200 and two requests: kill -QUIT <pid of the API server>",
+    "usr1_engine_core": "after /health answers 200 and two requests: kill -USR1 <pid of the process titled "
+    "VLLM::EngineCore>",
 }
 DEFINITION = (
     "id",

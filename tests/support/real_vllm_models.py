@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from support.real_engine import RealEngine
 
@@ -63,6 +65,10 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     drafter = root / "drafter-draft-vocab-640"
     shutil.copytree(engine.drafter, drafter)
     edit_config(drafter, draft_vocab_size=640)  # its lm_head and d2t keep 512 rows
+    _tensor_variants(copy)
+    drafter = root / "drafter-no-weights"
+    shutil.copytree(engine.drafter, drafter)
+    (drafter / "model.safetensors").unlink()
     return {
         "target": str(engine.model),
         "drafter": str(engine.drafter),
@@ -102,9 +108,47 @@ def _layout_variants(copy: Callable[[str], Path], edit_config: Callable[..., Non
 
 
 def _content_variants(copy: Callable[[str], Path], edit_config: Callable[..., None]) -> None:
-    """Copies whose config names float64 weights, or whose tokenizer.json is an empty JSON object."""
+    """Copies whose config names float64 weights or a RoPE scaling type no one knows, or whose tokenizer.json is an
+    empty JSON object."""
     edit_config(copy("config-dtype-float64"), torch_dtype="float64", dtype="float64")
+    edit_config(copy("rope-scaling-unknown"), rope_scaling={"rope_type": "mystery", "factor": 2.0})
     (copy("tokenizer-json-empty-object") / "tokenizer.json").write_text("{}")
+
+
+def _read_safetensors(path: Path) -> tuple[dict[str, dict[str, object]], bytes]:
+    """The header (tensor name -> dtype, shape, data offsets; plus ``__metadata__``) and the data of a file."""
+    raw = path.read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    return json.loads(raw[8 : 8 + length]), raw[8 + length :]
+
+
+def _write_safetensors(path: Path, header: dict[str, dict[str, object]], data: bytes) -> None:
+    """Write ``header`` and ``data`` as a safetensors file (the offsets in the header must fit the data)."""
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)  # the format pads the header to a multiple of 8 bytes
+    path.write_bytes(struct.pack("<Q", len(encoded)) + encoded + data)
+
+
+def _tensor_variants(copy: Callable[[str], Path]) -> None:
+    """Copies whose weights file has one tensor of a wrong shape, one tensor removed, or a header of garbage."""
+    weights = copy("tensor-shape-transposed") / "model.safetensors"
+    header, data = _read_safetensors(weights)
+    header["model.layers.1.mlp.gate_proj.weight"]["shape"] = [256, 512]  # config and the others keep [512, 256]
+    _write_safetensors(weights, header, data)
+    weights = copy("tensor-removed") / "model.safetensors"
+    header, data = _read_safetensors(weights)
+    removed = header.pop("model.layers.2.self_attn.o_proj.weight")
+    start, end = cast(list[int], removed["data_offsets"])
+    for name, tensor in header.items():  # the other tensors move up over the removed bytes
+        if name != "__metadata__":
+            first, last = cast(list[int], tensor["data_offsets"])
+            if first >= end:
+                tensor["data_offsets"] = [first - (end - start), last - (end - start)]
+    _write_safetensors(weights, header, data[:start] + data[end:])
+    weights = copy("safetensors-header-garbage") / "model.safetensors"
+    raw = weights.read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    weights.write_bytes(raw[:8] + b"\x07not json" * (length // 9) + b"}" * (length % 9) + raw[8 + length :])
 
 
 class Neutraliser:
