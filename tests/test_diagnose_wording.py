@@ -1120,3 +1120,79 @@ def test_vllms_interval_acceptance_lines_are_judged_on_the_tokens_they_sum() -> 
     serving = STARTED + '(APIServer pid=1) INFO:     10.0.0.5:5100 - "POST /v1/completions HTTP/1.1" 200 OK\n'
     assert rules_alone(serving + metrics(2400) + metrics(1800)).diagnosis_class == "spec_decode_problem"
     assert rules_alone(serving + metrics(30) + metrics(24)).diagnosis_class == "healthy"  # too few tokens to judge
+
+
+def test_a_signal_only_another_process_sends_ending_a_silent_server_is_a_killed_process() -> None:
+    serving = STARTED + '(APIServer pid=1) INFO:     10.0.0.5:5100 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    for exit_code in (-3, -10, -14):
+        assert rules_alone(serving, DiagnosisHints(exit_code=exit_code)).diagnosis_class == "process_killed"
+
+
+def test_the_host_running_out_of_disk_or_descriptors_is_none_of_the_engines_classes() -> None:
+    disk = _process_traceback(
+        "Worker pid=4",
+        [("v1/worker/gpu_worker.py", "compile_or_warm_up_model"), ("compilation/backends.py", "compile")],
+        "torch._inductor.exc.InductorError: OSError: [Errno 28] No space left on device",
+    )
+    diagnosis = rules_alone(STARTED + disk)
+    assert diagnosis.diagnosis_class == "unknown"
+    assert "free_disk_space" in [remedy.id for remedy in diagnosis.remedies]
+    sockets = disk.replace(
+        "torch._inductor.exc.InductorError: OSError: [Errno 28] No space left on device",
+        "RuntimeError: [enforce fail at gloo/transport/tcp/socket.cc:24] socket: Too many open files",
+    ).replace("compile_or_warm_up_model", "init_device")
+    assert rules_alone(STARTED + sockets).diagnosis_class == "unknown"
+    shared_memory = "host:7:9 [0] misc/shm.cc:1 NCCL WARN Call to posix_fallocate failed: No space left on device\n"
+    assert rules_alone(STARTED + shared_memory).diagnosis_class == "nccl_error"  # NCCL's segment in /dev/shm
+
+
+def test_a_value_the_operator_gave_refused_after_a_colon_is_a_setting_and_from_the_models_files_is_not() -> None:
+    def run(arguments: str) -> str:
+        dump = f"(APIServer pid=1) INFO 05-01 10:00:01 [api_utils.py:1] non-default args: {{{arguments}}}\n"
+        refused = (
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+            "  Value error, Unknown quantization method: hqq4. Must be one of ['awq', 'fp8', 'gptq'].\n"
+        )
+        return rules_alone(STARTED + dump + refused).diagnosis_class
+
+    assert run("'model': '/models/x', 'quantization': 'hqq4'") == "config_error"
+    assert run("'model': '/models/x'") == "model_load_error"  # named by the model's own configuration
+    assert run("'model': '/models/x', 'hqq4': True") == "model_load_error"  # an argument's name is not its value
+
+
+def test_a_package_lacking_for_a_value_the_operator_gave_is_a_setting() -> None:
+    dump = "(APIServer pid=1) INFO 05-01 10:00:01 [api_utils.py:1] non-default args: {'tokenizer_backend': 'fastbpe'}\n"
+    lacking = _process_traceback(
+        "EngineCore pid=2",
+        [("v1/engine/core.py", "__init__"), ("tokenizers/registry.py", "load_backend")],
+        "ModuleNotFoundError: fastbpe is required for the 'fastbpe' tokenizer backend. Install it via `pip install "
+        "fastbpe`.",
+    )
+    assert rules_alone(STARTED + dump + lacking).diagnosis_class == "config_error"
+
+
+def test_an_exception_message_ends_where_another_log_record_begins() -> None:
+    text = (
+        STARTED + "(EngineCore pid=2) ERROR 05-01 10:00:05 [core.py:9] ValueError: the rope type 'yarn2' is unknown\n"
+        "(EngineCore pid=2) ERROR 05-01 10:00:06 [executor.py:3] Worker proc VllmWorker-0 died unexpectedly\n"
+    )
+    root_cause = rules_alone(text).root_cause
+    assert root_cause is not None and root_cause.message == "the rope type 'yarn2' is unknown"
+
+
+def test_a_teardown_the_engine_started_after_its_server_failed_to_start_is_not_an_operators_stop() -> None:
+    """The HTTP server failing to start (its configuration) is not a request failing; the engine core then gets
+    SIGTERM from its own process manager, which no operator sent."""
+    ready = STARTED + "(APIServer pid=1) INFO 05-01 10:00:04 [launcher.py:1] Route: /v1/completions, Methods: POST\n"
+    teardown = (
+        "(APIServer pid=1) INFO 05-01 10:00:05 [utils.py:1] [shutdown] Process manager: send sigterm to process "
+        "EngineCore\n"
+        "(EngineCore pid=2) INFO 05-01 10:00:05 [core.py:1] [shutdown] EngineCore: trigger received signal=SIGTERM\n"
+    )
+    failure = _traceback(
+        [("vllm/entrypoints/launcher.py", "serve_http"), ("uvicorn/config.py", "load")],
+        "PermissionError: [Errno 13] Permission denied",
+    ).removeprefix(STARTED)
+    assert rules_alone(ready + teardown + failure).diagnosis_class != "stopped"
+    operator = "(APIServer pid=1) INFO 05-01 10:00:05 [launcher.py:1] [shutdown] API server: shutdown triggered\n"
+    assert rules_alone(ready + operator + teardown).diagnosis_class == "stopped"

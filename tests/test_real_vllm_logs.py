@@ -57,9 +57,9 @@ BLIND_CASES: list[dict[str, Any]] = tomllib.loads((BLIND / "index.toml").read_te
 
 
 def test_the_blind_real_vllm_cases_are_new_real_logs_with_their_first_measurement() -> None:
-    """Blind sets 17, 19, 20, 22 and 24: provoked by people who had not seen the diagnosis; each measured once before
-    rules were written from it (16 of 21, 16 of 20, 19 of 22, 28 of 32, then 16 of 23 right). The current figure is checked
-    with the corpus (tests/test_diagnosis_corpus.py)."""
+    """Blind sets 17, 19, 20, 22 and 24: provoked by people who had not seen the diagnosis; each measured once
+    before rules were written from it (16 of 21, 16 of 20, 19 of 22, 28 of 32, then 16 of 23 right). The current
+    figure is checked with the corpus (tests/test_diagnosis_corpus.py)."""
     identifiers = {case["id"] for case in BLIND_CASES}
     assert len(identifiers) == len(BLIND_CASES) == 118
     assert not identifiers & {case["id"] for case in CASES}

@@ -314,15 +314,18 @@ class _Parser:
     def message(self, index: int, first: str) -> str:
         """The exception message with its continuation lines (multi-line messages, wrapped errors)."""
         pieces = [first]
-        level = split_line(self.lines[index]).level
+        own = split_line(self.lines[index])
+        header = self.lines[index][: len(self.lines[index]) - len(own.text)]
         for offset in range(1, _MAX_CONTINUATION + 1):
             if index + offset >= len(self.lines):
                 break
-            parts = split_line(self.lines[index + offset])
+            line = self.lines[index + offset]
+            parts = split_line(line)
             text = parts.text
             if (
                 _blank(text)
-                or parts.level != level
+                or parts.level != own.level
+                or (parts.record_start and line[: len(line) - len(text)] != header)  # another record of the log
                 or parse_frame(text)[0] is not None
                 or "Traceback" in text
                 or _CHAIN.search(text)

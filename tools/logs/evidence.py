@@ -34,6 +34,8 @@ KILLED_EXIT_CODES = (-9, 137)  # SIGKILL: the kernel OOM killer, an orchestrator
 # SIGSEGV, SIGBUS, SIGILL, SIGFPE: died in native code (an abort is often an interpreter check, so not SIGABRT)
 SIGNAL_EXIT_CODES = (-11, 139, -7, 135, -4, 132, -8, 136)
 HANGUP_EXIT_CODES = (-1, 129)  # SIGHUP: the terminal or session that started it closed; nothing handles it
+# SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM: sent by another process (or Ctrl+Backslash); the engine does not handle them
+SENT_SIGNAL_EXIT_CODES = (-3, 131, -10, 138, -12, 140, -14, 142)
 SURVIVAL_LOOKAHEAD_LINES = 200
 BUILD_LOOKBACK_LINES = 40
 _STOPPING = re.compile(
@@ -225,6 +227,14 @@ _SIGNAL_DEATHS: tuple[tuple[tuple[int, ...], int, float, str, tuple[str, ...], s
         "the process was ended by SIGHUP (exit {code}): the terminal or session that started it closed",
         (),
         "The process was ended by a hang-up signal (its terminal or session closed).",
+    ),
+    (
+        SENT_SIGNAL_EXIT_CODES,
+        27,
+        0.6,
+        "the process was ended by a signal another process sent (exit {code}), which it does not handle",
+        (),
+        "The process was ended by a signal sent from outside (quit, user-defined or alarm) that it does not handle.",
     ),
 )
 

@@ -51,6 +51,11 @@ _OPERATOR_SIGNAL = re.compile(
     r"received signal=?\s*SIG(?:INT(?!, Interrupt\.)|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
     r"|\^C|KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
 )
+# The engine's own process manager signalling its children as it tears down after a failure: a child's "received
+# signal=SIGTERM" that follows is that teardown, not an operator's stop, unless the server's own signal handler
+# reported a stop first.
+_SELF_SENT = re.compile(r"send sig(?:term|int) to process")
+_SERVER_TRIGGER = re.compile(r"shutdown triggered")
 # Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
 _SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated")
 # Python's multiprocessing resource tracker, left behind when the processes it served end without cleaning up.
@@ -313,9 +318,15 @@ def _first_signal(window: LogWindow, start: int) -> int | None:
         return None
     for candidate in _SIGNAL_WORDS.finditer(window.text, window.text_start_of(start)):
         index = window.line_index_at(candidate.start())
-        if _OPERATOR_SIGNAL.search(window.lines[index]):
+        if _OPERATOR_SIGNAL.search(window.lines[index]) and not _self_sent(window, start, index):
             return index
     return None
+
+
+def _self_sent(window: LogWindow, start: int, index: int) -> bool:
+    """The engine's own teardown sent the signal reported at ``index`` (see ``_SELF_SENT``)."""
+    before = window.text[window.text_start_of(start) : window.text_start_of(index)]
+    return _SELF_SENT.search(before) is not None and _SERVER_TRIGGER.search(before) is None
 
 
 def supervisor_exit(window: LogWindow) -> int | None:

@@ -10,10 +10,13 @@ arguments near the top of the log).
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from tools.logs.events import ErrorEvent
-from tools.logs.library import DiagnosisClass
 from tools.logs.window import LogWindow
+
+# What a refusal names: this GPU's generation, a setting's value, or a value the operator gave as an argument.
+RefusalKind = Literal["gpu_generation", "setting", "given_setting"]
 
 GPU_GENERATION = re.compile(
     r"compute capability|architecture|\bsm[_ ]?(?:[<>=]+ ?)?\d+|Ampere|Hopper|Turing|Volta|Blackwell|Ada\b|this GPU"
@@ -41,6 +44,12 @@ _VALID_CHOICES = re.compile(
 _REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
 _INVALID = re.compile(r"\b(?:[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|not a valid)\b")
 _QUOTED = re.compile(r"[`'\"]([^`'\"\s]{1,100})[`'\"]")
+# A refused value named after a colon ("Unknown quantization method: bitsandbytes.").
+_NAMED_VALUE = re.compile(
+    r"\b(?:[Uu]nknown|[Ii]nvalid|[Uu]nsupported|[Uu]nrecognized) [\w -]{1,40}?: ?([\w-]+(?:\.[\w-]+)*)"
+)
+# A package the code needs and lacks ("xxhash is required for the 'xxhash' ...", "pip install x").
+_PACKAGE_NEEDED = re.compile(r"\bis required\b|\bpip install\b|\bis not installed\b")
 _MODULE_MISSING = re.compile(r"No module named '(?P<name>[\w.]+)'")
 # The engines print the arguments they were given near the top of the log.
 _ARGUMENT_DUMP = re.compile(r"non-default args: \{|server_args=ServerArgs\(|[Aa]rgs: Namespace\(")
@@ -52,38 +61,44 @@ _KV_CACHE_DTYPE = re.compile(
 _BACKEND_LACKS = re.compile(r"'\w*(?:Attn|Attention)\w*(?:Backend|Impl)\w*' object has no attribute")
 
 
-def refusal_class(root: ErrorEvent, window: LogWindow, component: str | None) -> DiagnosisClass | None:
-    """What a check that refuses something names: this GPU (its compute capability or generation), or a setting's
+def refusal_kind(root: ErrorEvent, window: LogWindow, component: str | None) -> RefusalKind | None:
+    """What a check that refuses something names: this GPU (its compute capability or generation), a setting's
     value (a parallelism setting, a value refused with the list of valid ones, a size that does not divide
-    another, a value the operator gave as an argument, unless speculative decoding's own checks refused it: the
-    drafter's setup is then what failed). None for a crash or another error."""
+    another), or a value the operator gave as an argument (unless speculative decoding's own checks refused it:
+    the drafter's setup is then what failed; or the attention backend refused a KV-cache data type). None for a
+    crash or another error."""
     if root.kind == "crash":
         return None
     message = root.message
     refused = _REFUSED.search(message) is not None
     if refused and _GPU_NAMED.search(message):
-        return "unsupported_arch"
+        return "gpu_generation"
     parallel = refused and _PARALLEL_SETTING.search(message) and not GPU_GENERATION.search(message)
     if parallel or _VALID_CHOICES.search(message) or _DIVISIBILITY.search(message):
-        return "config_error"
-    given = component != "speculative" and _given_value_refused(message, window)
-    return "config_error" if given else None
+        return "setting"
+    if component == "speculative" or attention_backend_refusal(root):
+        return None
+    return "given_setting" if _given_value_refused(message, window) else None
 
 
 def _given_value_refused(message: str, window: LogWindow) -> bool:
-    """The message refuses a value it quotes, or cannot import a module it names, and the engine's dump of its
-    arguments (vLLM's "non-default args", SGLang's ServerArgs) shows the operator gave that value (or a dotted
-    path into that module: a middleware, a plugin) as an argument."""
+    """The message refuses a value it quotes or names after a colon, lacks a package for a value it quotes, or
+    cannot import a module it names, and the engine's dump of its arguments (vLLM's "non-default args", SGLang's
+    ServerArgs) shows the operator gave that value (or a dotted path into that module: a middleware, a plugin) as
+    an argument."""
     module = _MODULE_MISSING.search(message)
     if module is not None:
         given = [f"'{module.group('name')}'", f"'{module.group('name')}."]
-    elif _REFUSED.search(message) or _INVALID.search(message):
+    elif _REFUSED.search(message) or _INVALID.search(message) or _PACKAGE_NEEDED.search(message):
         # A quoted path is a file the check could not use (the model's, a drafter's): not a setting's value.
-        given = [f"'{value}'" for value in _QUOTED.findall(message) if value.strip() and "/" not in value]
+        values = [*_QUOTED.findall(message), *_NAMED_VALUE.findall(message)]
+        given = [f"'{value}'" for value in values if value.strip() and "/" not in value]
     else:
         return False
+    # As a value in the dump ("'key': 'value'", "key='value'", "['value'"), not as an argument's name.
+    as_values = [re.compile(rf"[:=\[,] ?{re.escape(value)}(?!\s*:)") for value in given]
     for line in window.lines[:_ARGUMENT_DUMP_LINES] if given else []:
-        if _ARGUMENT_DUMP.search(line) and any(value in line for value in given):
+        if _ARGUMENT_DUMP.search(line) and any(value.search(line) for value in as_values):
             return True
     return False
 

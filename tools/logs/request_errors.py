@@ -18,6 +18,8 @@ from tools.logs.phase import last_phase
 from tools.logs.window import LogWindow
 
 _ENGINE_GONE = re.compile(r"Dead|[Ee]ngine ?[Cc]ore|died|shut ?down|[Cc]onnection (?:closed|reset)")
+# The HTTP server starting (its configuration, TLS context, start-up hooks), not a request being handled.
+_SERVER_STARTING = re.compile(r"serve_http|run_server\w*|build_and_serve|create_ssl_context|startup")
 
 
 def answered_before_errors(window: LogWindow, library: SignatureLibrary, events: LogEvents) -> int | None:
@@ -55,6 +57,7 @@ def _request_failures(events: LogEvents) -> list[ErrorEvent]:
         bool(event.frames)
         and failing_component(event.frames) == "http_server"
         and not _ENGINE_GONE.search(f"{event.type} {event.message}")
+        and not any(_SERVER_STARTING.fullmatch(frame.function) for frame in event.frames)
         for event in real
     ]
     for position in range(len(real) - 2, -1, -1):

@@ -39,11 +39,13 @@ from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.phase import Phase, last_phase
-from tools.logs.refusals import GPU_GENERATION, attention_backend_refusal, refusal_class
+from tools.logs.refusals import GPU_GENERATION, attention_backend_refusal, refusal_kind
 from tools.logs.window import LogWindow
 
 COMPONENT_PRIORITY = 65
 SPECIFIC_PRIORITY = 66  # a rule that reads the message as well as the frames
+# A value the operator gave, refused: the argument is the remedy, above what the message says of the model's files.
+GIVEN_SETTING_PRIORITY = 83
 CRASH_PRIORITY = 62
 # Above the generic "weights do not match the model" signatures: with a drafter loaded, a mismatch is far
 # more often the drafter's than the target's.
@@ -287,11 +289,13 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
-    refusal = refusal_class(root, window, component)
-    if refusal == "unsupported_arch":
-        add(refusal, SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
-    elif refusal == "config_error":
-        add(refusal, SPECIFIC_PRIORITY, 0.7, "a check refused a setting's value (an option to change)")
+    refusal = refusal_kind(root, window, component)
+    if refusal == "gpu_generation":
+        add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
+    elif refusal == "setting":
+        add("config_error", SPECIFIC_PRIORITY, 0.7, "a check refused a setting's value (an option to change)")
+    elif refusal == "given_setting":
+        add("config_error", GIVEN_SETTING_PRIORITY, 0.75, "a check refused a value the operator gave as an argument")
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
     if refusal is None and root.kind != "crash" and attention_backend_refusal(root):
