@@ -12,6 +12,7 @@ import pytest
 
 from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_text
 from tools.logs.learned import LearnedModel
+from tools.logs.prefixes import split_line
 
 STARTED = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
 
@@ -1196,3 +1197,65 @@ def test_a_teardown_the_engine_started_after_its_server_failed_to_start_is_not_a
     assert rules_alone(ready + teardown + failure).diagnosis_class != "stopped"
     operator = "(APIServer pid=1) INFO 05-01 10:00:05 [launcher.py:1] [shutdown] API server: shutdown triggered\n"
     assert rules_alone(ready + operator + teardown).diagnosis_class == "stopped"
+
+
+def test_vllm_plugin_headers_with_the_year_and_pytorch_c_headers_without_the_months_zero_are_peeled() -> None:
+    plugin = "(Worker pid=9) ERROR 2025-11-02 08:10:01.113 [executor.py:5] ValueError: bad value"
+    assert split_line(plugin).text == "ValueError: bad value" and split_line(plugin).level == "ERROR"
+    cpp = "[rank3]:[E305 09:12:44.118200431 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective"
+    assert split_line(cpp).text.startswith("[Rank 3] Watchdog") and split_line(cpp).level == "ERROR"
+
+
+def test_gloo_failing_to_connect_every_rank_is_a_collective_error() -> None:
+    line = (
+        "[rank5]:[E412 10:00:02.5 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with [pair.cc:144] no error\n"
+    )
+    assert rules_alone(STARTED + line).diagnosis_class == "nccl_error"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "RuntimeError: Orchestrator initialization failed: Stage 1 requires 4 devices, but only 2 are available",
+            "config_error",
+        ),
+        ("ERROR 05-01 10:00:03 [factory.py:1] Unsupported connector type: AcmeOffloadConnector", "config_error"),
+        ("ERROR 05-01 10:00:03 [runner.py:1] ACLgraph sizes capture fail: RuntimeError:", "cuda_graph_capture_failure"),
+    ],
+)
+def test_devices_a_stage_asks_beyond_the_visible_a_refused_connector_and_ascends_graph_capture(
+    line: str, expected: str
+) -> None:
+    assert rules_alone(STARTED + line + "\n").diagnosis_class == expected
+
+
+def test_nccls_older_unlabelled_info_lines_are_distributed_set_up() -> None:
+    text = (
+        "node-3:2210:2210 [1] INFO NET/IB : Using interface ib0 for sideband communication\n"
+        "node-3:2210:2288 [1] INFO comm 0x2b11c0093600 rank 5 nranks 16\n"
+    )
+    assert rules_alone(text).phase == "distributed_init"
+    assert rules_alone(text, DiagnosisHints(seconds_since_output=3600)).diagnosis_class == "nccl_hang"
+
+
+def test_a_kernel_missing_for_the_shape_is_the_backends_even_where_it_names_the_gpu() -> None:
+    def refused(message: str) -> str:
+        return _traceback([("vllm/attention/backends/sparse_mla.py", "forward")], f"ValueError: {message}")
+
+    shape = "SM100 sparse attention has no prefill kernel for this shape: num_heads=20, d_qk=320."
+    assert rules_alone(refused(shape)).diagnosis_class == "attention_backend_error"
+    generation = "sparse attention needs compute capability 10.0; this GPU is sm_89."
+    assert rules_alone(refused(generation)).diagnosis_class == "unsupported_arch"
+
+
+def test_silence_after_a_job_logged_only_its_collectives_is_a_collective_hang() -> None:
+    collective = (
+        "gpu-2:4101:4180 [3] NCCL INFO AllReduce: opCount 2a sendbuff 0x7f10 recvbuff 0x7f10 count 1048576 datatype 7 "
+        "op 0 root 0 comm 0x7f22 [nranks=4] stream 0x55aa\n"
+    )
+    assert rules_alone(collective, DiagnosisHints(seconds_since_output=3600)).diagnosis_class == "nccl_hang"
+    assert rules_alone(collective).diagnosis_class == "healthy"  # still talking: no silence to judge
+    server = STARTED + "(APIServer pid=1) INFO 05-01 10:00:09 [launcher.py:1] Application startup complete.\n"
+    idle = rules_alone(server + collective, DiagnosisHints(seconds_since_output=3600))
+    assert idle.diagnosis_class == "healthy"  # a server that said it was ready is idle when silent

@@ -70,6 +70,9 @@ _COLLECTIVE_TALK = re.compile(
     r"|reduce_scatter|barrier\(|[Ii]nitiali[sz]\w* (?:the )?process group|distributed/launch|torchrun|MASTER_ADDR"
 )
 _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
+# NCCL logging a collective it runs (NCCL_DEBUG=INFO, "NCCL INFO AllReduce: opCount 16 ..."): the work of a job
+# whose only output is its collectives; silence after it is a collective that does not complete.
+_COLLECTIVE_OP = re.compile(r"NCCL INFO \w+: opCount [0-9a-f]+")
 _ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
 
 
@@ -148,6 +151,25 @@ def no_failure_decision(
         )
         decision.findings.append("exited_during_start_up")
         return decision
+    stale = age is not None and age >= hints.stale_after_seconds
+    # Only for a job whose work is its collectives: an engine that said it was ready is idle when silent.
+    if (
+        phase.phase == "serving"
+        and stale
+        and phase.index is not None
+        and _COLLECTIVE_OP.search(window.lines[phase.index])
+        and (ready is None or _COLLECTIVE_OP.search(window.lines[ready]))
+    ):
+        return _decision(
+            calibration,
+            "nccl_hang",
+            0.55,
+            phase.index,
+            f"No output for {age:.0f} s after a collective operation was the last work logged: the ranks probably "
+            "wait in a collective (NCCL) that does not complete.",
+            ["nccl_debug_info", "nccl_p2p_disable", "enable_p2p_check"],
+            library,
+        )
     if ready is not None:
         return _decision(
             calibration, "healthy", 0.9, ready, "The engine reported ready; no failure followed.", [], library
@@ -157,7 +179,6 @@ def no_failure_decision(
             calibration, "healthy", 0.8, phase.index, "The engine is serving requests; no failure seen.", [], library
         )
     progress = last_progress(window, library)
-    stale = age is not None and age >= hints.stale_after_seconds
     milestone = max(progress[0] if progress else -1, phase.index if phase.index is not None else -1)
     errors = _error_lines(window, library, milestone + 1)
     if errors and milestone >= 0:

@@ -27,14 +27,20 @@ _PREFIXES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"\s*\((?P<origin>[^()]*?pid=\d+[^()]*|raylet)\)\s?"), False),  # (EngineCore_DP0 pid=1), (raylet)
     (re.compile(r"\[(?P<origin>rank\d+)\]:\s?"), False),  # torch elastic / c10d rank prefix
     (re.compile(r"\[(?P<origin>\d+,\d+)\]<std(?:out|err)>:\s?"), False),  # mpirun --tag-output: [job,rank]<stdout>:
-    (re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) \d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\]\s?"), True),
+    # vLLM's header; its plugins (vllm-ascend) print the year too: "ERROR 2025-10-25 15:32:13.272 [file.py:597]"
+    (
+        re.compile(
+            r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN) (?:\d{4}-)?\d\d-\d\d [\d:.]+ \[?[\w./-]+:\d+\]\s?"
+        ),
+        True,
+    ),
     (re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?P<origin> (?:[A-Z]{2,3}\d+ ?)+)?\]\s?"), True),  # SGLang
     # Python logging's default and uvicorn's "LEVEL:" column, also repeated on every line of a logged traceback
     (re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+(?=\S)"), False),
     (re.compile(r"\d{4}-\d\d-\d\d [\d:,.]+ - [\w.]+ - (?P<level>[A-Z]+) - "), True),  # Python logging format
     (re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [A-Z] \d+ \d+\] [\w.]+:\d+: "), False),  # Ray's C++ logger
-    # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877]
-    (re.compile(r"\[(?P<severity>[IWEF])\d{4} [\d:.]+ [^\]]*\]\s?"), True),
+    # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877], [E130 18:11:34.7 file.cpp:143] (month without its zero)
+    (re.compile(r"\[(?P<severity>[IWEF])\d{3,4} [\d:.]+ [^\]]*\]\s?"), True),
 ]
 _SEVERITY = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 

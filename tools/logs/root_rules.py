@@ -122,6 +122,7 @@ _NCCL_SYMBOL = re.compile(r"nccl|Proxy(?:Op|Service|Progress|Connect|State)\w*\(
 # Speculative decoding's own native code in a crash report (C++ namespaces such as sglang::ngram::).
 _SPECULATIVE_SYMBOL = re.compile(r"\b(?:ngram|eagle\d?|speculative|spec_decode)::", re.IGNORECASE)
 _CRASH_REPORT_LINES = 12
+_SHAPE_REFUSED = re.compile(r"for this shape|[Ss]upported (?:\w+ )?shapes|head[_ ]?(?:dim|size)")
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "cuda_graph": ("cuda_graph_capture_failure", 0.75),
     "speculative": ("spec_decode_problem", 0.75),
@@ -144,7 +145,9 @@ def _component_class(root: ErrorEvent, component: str | None) -> tuple[Diagnosis
     if component == "quantization" and _NOT_SUPPORTED.search(root.message):
         return ("unsupported_arch", 0.7)
     if component == "attention":
-        return ("unsupported_arch", 0.7) if GPU_GENERATION.search(root.message) else ("attention_backend_error", 0.7)
+        # A kernel missing for this shape is the backend's, even on a GPU generation the message names.
+        generation = GPU_GENERATION.search(root.message) and not _SHAPE_REFUSED.search(root.message)
+        return ("unsupported_arch", 0.7) if generation else ("attention_backend_error", 0.7)
     if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
         return None  # an error in the cache code that is not about its size
     return _COMPONENT_CLASS.get(component or "")
