@@ -346,8 +346,11 @@ def _first_signal(window: LogWindow, start: int) -> int | None:
 
 def _self_sent(window: LogWindow, start: int, index: int) -> bool:
     """The engine's own teardown sent the signal reported at ``index`` (see ``_SELF_SENT``)."""
-    before = window.text[window.text_start_of(start) : window.text_start_of(index)]
-    return _SELF_SENT.search(before) is not None and _SERVER_TRIGGER.search(before) is None
+    begin, end = window.text_start_of(start), window.text_start_of(index)
+    return (
+        _SELF_SENT.search(window.text, begin, end) is not None
+        and _SERVER_TRIGGER.search(window.text, begin, end) is None
+    )
 
 
 def supervisor_exit(window: LogWindow) -> int | None:
