@@ -55,6 +55,8 @@ WHILE_LOADING = {
     "stop_sigterm_loading": ("", signal.SIGTERM),
     "kill_worker_loading": ("VLLM::Worker", signal.SIGKILL),
     "abort_engine_core_loading": ("VLLM::EngineCore", signal.SIGABRT),
+    "stop_sigint_loading": ("", signal.SIGINT),
+    "kill_engine_core_loading": ("VLLM::EngineCore", signal.SIGKILL),
 }
 # action -> (title of the process to signal, the signal) once a long stream runs; an empty title means the API server
 STREAMING_SIGNALS = {
@@ -62,9 +64,13 @@ STREAMING_SIGNALS = {
     "kill_server_streaming": ("", signal.SIGKILL),
     "stop_sigint_streaming": ("", signal.SIGINT),
     "kill_engine_core_streaming": ("VLLM::EngineCore", signal.SIGKILL),
+    "kill_worker_streaming": ("VLLM::Worker", signal.SIGKILL),
+    "term_worker_streaming": ("VLLM::Worker", signal.SIGTERM),
 }
 LOADING_MARKER = "Starting to load model"
 FROZEN_SECONDS = 30.0
+REPEAT_PAUSE = 0.5  # between the two SIGTERMs of stop_sigterm_twice
+SERVER_FROZEN_SECONDS = 10.0
 
 
 def _model_name(server: VllmServer) -> str:
@@ -164,6 +170,23 @@ def _signal_while_streaming(entry: Entry, server: VllmServer, title: str, number
     entry.extra["streamed_chunks"] = f"{chunks['before']} before {number.name}, {chunks['after']} after"
 
 
+def _request_while_frozen(entry: Entry, server: VllmServer) -> None:
+    """SIGSTOP the API server, send a chat request from a thread, SIGCONT a while later; wait for the answer."""
+    assert server.process is not None
+    server.process.send_signal(signal.SIGSTOP)
+    statuses: list[int] = []
+    messages = [{"role": "user", "content": "Say hello."}]
+    body = {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0}
+    thread = threading.Thread(
+        target=lambda: statuses.append(post(f"{server.base_url}/v1/chat/completions", body, api_key(server.arguments)))
+    )
+    thread.start()
+    time.sleep(SERVER_FROZEN_SECONDS)
+    server.process.send_signal(signal.SIGCONT)
+    thread.join()
+    entry.extra["frozen"] = f"API server with SIGSTOP for {SERVER_FROZEN_SECONDS:.0f} s; request answered {statuses}"
+
+
 def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutraliser) -> bool:
     """Provoke what the case asks for once the server is ready; True when the log was kept here already."""
     case = entry.case
@@ -173,7 +196,9 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         time.sleep(6)  # one more stats interval, so the last lines cover the load
     if case.action == "serve_refused":
         entry.extra["refused_statuses"] = refused_requests(server.base_url, _model_name(server), server.arguments)
-    if case.action in ("serve", "serve_load", "serve_refused"):
+    if case.action == "freeze_server_request":
+        _request_while_frozen(entry, server)
+    if case.action in ("serve", "serve_load", "serve_refused", "freeze_server_request"):
         status, metrics = http_get(f"{server.base_url}/metrics")
         if status == 200:
             (out / f"{case.id}.metrics.txt").write_text(neutral(metrics))
@@ -190,6 +215,11 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         _signal_while_streaming(entry, server, *STREAMING_SIGNALS[case.action])
     elif case.action in SERVER_SIGNALS:
         server.process.send_signal(SERVER_SIGNALS[case.action])
+    elif case.action == "stop_sigterm_twice":
+        server.process.send_signal(signal.SIGTERM)
+        time.sleep(REPEAT_PAUSE)
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGTERM)
     entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
     return False
 

@@ -41,6 +41,12 @@ Action = Literal[
     "stop_sigint_streaming",  # reach ready, then SIGINT the server while a long streamed completion runs
     "quit_server",  # reach ready, then SIGQUIT the API server
     "usr1_engine_core",  # reach ready, then SIGUSR1 the VLLM::EngineCore process
+    "stop_sigint_loading",  # SIGINT the API server once its worker starts to load the model
+    "kill_worker_streaming",  # reach ready, then SIGKILL the VLLM::Worker during a long stream
+    "stop_sigterm_twice",  # reach ready, then SIGTERM the API server twice in a row
+    "freeze_server_request",  # reach ready, SIGSTOP the API server, send a request, SIGCONT it; keep the log
+    "kill_engine_core_loading",  # SIGKILL the VLLM::EngineCore process once the worker starts to load the model
+    "term_worker_streaming",  # reach ready, then SIGTERM the VLLM::Worker during a long stream
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -80,6 +86,19 @@ STEPS: dict[str, str] = {
     "quit_server": "after /health answers 200 and two requests: kill -QUIT <pid of the API server>",
     "usr1_engine_core": "after /health answers 200 and two requests: kill -USR1 <pid of the process titled "
     "VLLM::EngineCore>",
+    "stop_sigint_loading": "run the command; once the log shows 'Starting to load model': kill -INT <pid of the API "
+    "server>; a server that still reaches ready gets two requests and, 90 s later, SIGTERM to its process group",
+    "kill_worker_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
+    "tokens; once its first tokens arrive: kill -KILL <pid of the process titled VLLM::Worker>",
+    "stop_sigterm_twice": "after /health answers 200 and two requests: kill -TERM <pid of the API server>, and "
+    "again 0.5 s later",
+    "freeze_server_request": "after /health answers 200 and two requests: kill -STOP <pid of the API server>; a "
+    "chat request sent while it is stopped; kill -CONT 10 s later; the log once the request was answered (the "
+    "server was stopped with SIGTERM afterwards)",
+    "kill_engine_core_loading": "run the command; once the log shows 'Starting to load model': kill -KILL <pid of "
+    "the process titled VLLM::EngineCore>",
+    "term_worker_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
+    "tokens; once its first tokens arrive: kill -TERM <pid of the process titled VLLM::Worker>",
 }
 DEFINITION = (
     "id",

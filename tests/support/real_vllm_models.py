@@ -66,6 +66,9 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     shutil.copytree(engine.drafter, drafter)
     edit_config(drafter, draft_vocab_size=640)  # its lm_head and d2t keep 512 rows
     _tensor_variants(copy)
+    _config_value_variants(copy, edit_config)
+    _file_set_variants(copy)
+    (root / "model-symlink-loop").symlink_to(root / "model-symlink-loop")  # resolving it never ends
     drafter = root / "drafter-no-weights"
     shutil.copytree(engine.drafter, drafter)
     (drafter / "model.safetensors").unlink()
@@ -75,6 +78,7 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
         "missing": str(root / "missing-model"),
         "config-file": str(engine.model / "config.json"),
         "hub-id": "example-org/tiny-llama-not-here",
+        "model-symlink-loop": str(root / "model-symlink-loop"),
         **{path.name: str(path) for path in root.iterdir() if path.is_dir()},
     }
 
@@ -113,6 +117,33 @@ def _content_variants(copy: Callable[[str], Path], edit_config: Callable[..., No
     edit_config(copy("config-dtype-float64"), torch_dtype="float64", dtype="float64")
     edit_config(copy("rope-scaling-unknown"), rope_scaling={"rope_type": "mystery", "factor": 2.0})
     (copy("tokenizer-json-empty-object") / "tokenizer.json").write_text("{}")
+
+
+def _config_value_variants(copy: Callable[[str], Path], edit_config: Callable[..., None]) -> None:
+    """Copies whose config names a vocabulary larger than the embedding rows, int8 weights, or 128 positions, or
+    whose special_tokens_map.json is cut in half."""
+    edit_config(copy("vocab-size-mismatch"), vocab_size=832)  # embed_tokens and lm_head keep 768 rows
+    edit_config(copy("config-dtype-int8"), torch_dtype="int8", dtype="int8")
+    edit_config(copy("max-positions-128"), max_position_embeddings=128)
+    special = copy("special-tokens-map-corrupt") / "special_tokens_map.json"
+    special.write_text(special.read_text()[: special.stat().st_size // 2])
+
+
+def _file_set_variants(copy: Callable[[str], Path]) -> None:
+    """Copies without tokenizer.json (its config and special tokens kept), or whose weights index names a second
+    shard that is absent."""
+    (copy("tokenizer-json-missing") / "tokenizer.json").unlink()
+    sharded = copy("shard-missing")
+    first = "model-00001-of-00002.safetensors"
+    (sharded / "model.safetensors").rename(sharded / first)
+    header, _ = _read_safetensors(sharded / first)
+    weight_map = {
+        name: "model-00002-of-00002.safetensors" if name.startswith("model.layers.3.") else first
+        for name in header
+        if name != "__metadata__"
+    }
+    index = {"metadata": {"total_size": (sharded / first).stat().st_size}, "weight_map": weight_map}
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
 
 
 def _read_safetensors(path: Path) -> tuple[dict[str, dict[str, object]], bytes]:
