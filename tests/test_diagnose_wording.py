@@ -1259,3 +1259,30 @@ def test_silence_after_a_job_logged_only_its_collectives_is_a_collective_hang() 
     server = STARTED + "(APIServer pid=1) INFO 05-01 10:00:09 [launcher.py:1] Application startup complete.\n"
     idle = rules_alone(server + collective, DiagnosisHints(seconds_since_output=3600))
     assert idle.diagnosis_class == "healthy"  # a server that said it was ready is idle when silent
+
+
+def test_a_task_the_operators_interrupt_cancelled_while_loading_ends_in_stopped() -> None:
+    loading = STARTED + "INFO 05-01 10:00:05 [default_loader.py:1] Loading weights took 5.0 seconds\n"
+    cancelled = _traceback([("vllm/v1/engine/async_llm.py", "reset_cache")], "asyncio.exceptions.CancelledError")
+    interrupted = (
+        "\nDuring handling of the above exception, another exception occurred:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/asyncio/runners.py", line 123, in run\n'
+        "    raise KeyboardInterrupt()\n"
+        "KeyboardInterrupt\n"
+    )
+    diagnosis = rules_alone(loading + cancelled.removeprefix(STARTED) + interrupted)
+    assert diagnosis.diagnosis_class == "stopped"
+    assert diagnosis.key_line == "KeyboardInterrupt"  # the exception's line, not the source line that raised it
+
+
+def test_an_error_right_after_a_worker_died_is_the_deaths_consequence() -> None:
+    serving = STARTED + '(APIServer pid=1) INFO:     10.0.0.5:5100 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    died = "(EngineCore pid=2) ERROR 05-01 10:01:00 [executor.py:3] Worker proc VllmWorker-1 died unexpectedly\n"
+    consequence = _process_traceback(
+        "EngineCore pid=2",
+        [("v1/engine/core.py", "step"), ("distributed/device_communicators/shm_broadcast.py", "dequeue")],
+        "RuntimeError: cancelled",
+    )
+    assert rules_alone(serving + died + consequence).diagnosis_class == "process_killed"
+    assert rules_alone(serving + consequence).diagnosis_class == "nccl_error"  # no death before it

@@ -305,6 +305,9 @@ class _Parser:
         interrupted = (event.type or "").rsplit(".", 1)[-1] == "KeyboardInterrupt"
         if interrupted:  # the operator's Ctrl-C: its stack shows where the process was, not what failed
             event.kind = "stack_dump"
+            cancelled = self.events[-1] if event.chained and self.events else None
+            if cancelled is not None and (cancelled.type or "").endswith("CancelledError"):
+                cancelled.kind = "stack_dump"  # the task the Ctrl-C cancelled, reported just before it
         elif event.chained and self.interrupted:  # raised while unwinding after the Ctrl-C
             event.echo = True
         self.interrupted = interrupted or (event.chained and self.interrupted)

@@ -49,7 +49,7 @@ _SEVERAL_RANKS = re.compile(
 # SIGINT, Interrupt." is the operator pausing a live process to read its stack, not stopping it.
 _OPERATOR_SIGNAL = re.compile(
     r"received signal=?\s*SIG(?:INT(?!, Interrupt\.)|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
-    r"|\^C|KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
+    r"|\^C|(?<!raise )KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
 )
 # The engine's own process manager signalling its children as it tears down after a failure: a child's "received
 # signal=SIGTERM" that follows is that teardown, not an operator's stop, unless the server's own signal handler
@@ -345,7 +345,10 @@ def _first_signal(window: LogWindow, start: int) -> int | None:
 
 
 def _self_sent(window: LogWindow, start: int, index: int) -> bool:
-    """The engine's own teardown sent the signal reported at ``index`` (see ``_SELF_SENT``)."""
+    """The engine's own teardown sent the signal a child reports receiving at ``index`` (see ``_SELF_SENT``); an
+    interrupt the process itself raises (``KeyboardInterrupt``) is the operator's."""
+    if "received signal" not in window.lines[index]:
+        return False
     begin, end = window.text_start_of(start), window.text_start_of(index)
     return (
         _SELF_SENT.search(window.text, begin, end) is not None

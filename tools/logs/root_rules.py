@@ -122,6 +122,9 @@ _NCCL_SYMBOL = re.compile(r"nccl|Proxy(?:Op|Service|Progress|Connect|State)\w*\(
 # Speculative decoding's own native code in a crash report (C++ namespaces such as sglang::ngram::).
 _SPECULATIVE_SYMBOL = re.compile(r"\b(?:ngram|eagle\d?|speculative|spec_decode)::", re.IGNORECASE)
 _CRASH_REPORT_LINES = 12
+# A worker's death reported just before the root cause: the error is what the survivors hit when it vanished.
+_DEATH_NOTICE = re.compile(r"died unexpectedly|exited unexpectedly")
+_DEATH_LOOKBACK_LINES = 12
 _SHAPE_REFUSED = re.compile(r"for this shape|[Ss]upported (?:\w+ )?shapes|head[_ ]?(?:dim|size)")
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "cuda_graph": ("cuda_graph_capture_failure", 0.75),
@@ -196,6 +199,12 @@ def _crashed_in(symbol: re.Pattern[str], root: ErrorEvent, window: LogWindow) ->
         return True
     report = window.lines[root.index : root.index + _CRASH_REPORT_LINES]
     return any(symbol.search(line) for line in report)
+
+
+def _died_just_before(root: ErrorEvent, window: LogWindow) -> bool:
+    """A process's death is reported in the lines right before the root cause's first line."""
+    lines = window.lines[max(root.first_index - _DEATH_LOOKBACK_LINES, 0) : root.first_index]
+    return any(_DEATH_NOTICE.search(line) for line in lines)
 
 
 def _missing_weight(root: ErrorEvent) -> str | None:
@@ -292,6 +301,8 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
+    if root.kind != "crash" and _died_just_before(root, window):
+        add("process_killed", COMPONENT_PRIORITY + 2, 0.7, "a worker died just before this error, its consequence")
     refusal = refusal_kind(root, window, component)
     if refusal == "gpu_generation":
         add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
