@@ -1284,5 +1284,7 @@ def test_an_error_right_after_a_worker_died_is_the_deaths_consequence() -> None:
         [("v1/engine/core.py", "step"), ("distributed/device_communicators/shm_broadcast.py", "dequeue")],
         "RuntimeError: cancelled",
     )
-    assert rules_alone(serving + died + consequence).diagnosis_class == "process_killed"
+    diagnosis = rules_alone(serving + died + consequence)
+    assert diagnosis.diagnosis_class == "process_killed"
+    assert diagnosis.key_line == died.rstrip("\n")  # the death, not the error it caused
     assert rules_alone(serving + consequence).diagnosis_class == "nccl_error"  # no death before it

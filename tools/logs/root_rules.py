@@ -201,10 +201,12 @@ def _crashed_in(symbol: re.Pattern[str], root: ErrorEvent, window: LogWindow) ->
     return any(symbol.search(line) for line in report)
 
 
-def _died_just_before(root: ErrorEvent, window: LogWindow) -> bool:
-    """A process's death is reported in the lines right before the root cause's first line."""
-    lines = window.lines[max(root.first_index - _DEATH_LOOKBACK_LINES, 0) : root.first_index]
-    return any(_DEATH_NOTICE.search(line) for line in lines)
+def _death_just_before(root: ErrorEvent, window: LogWindow) -> int | None:
+    """The line where a process's death is reported right before the root cause's first line, or None."""
+    for index in range(root.first_index - 1, max(root.first_index - _DEATH_LOOKBACK_LINES, 0) - 1, -1):
+        if _DEATH_NOTICE.search(window.lines[index]):
+            return index
+    return None
 
 
 def _missing_weight(root: ErrorEvent) -> str | None:
@@ -301,8 +303,11 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
-    if root.kind != "crash" and _died_just_before(root, window):
-        add("process_killed", COMPONENT_PRIORITY + 2, 0.7, "a worker died just before this error, its consequence")
+    death = _death_just_before(root, window) if root.kind != "crash" else None
+    if death is not None:
+        why = "a worker died just before the first error, which is the death's consequence"
+        remedies = list(library.class_remedies.get("process_killed", []))
+        found.append(Evidence("component", "process_killed", COMPONENT_PRIORITY + 2, 0.7, death, why, remedies))
     refusal = refusal_kind(root, window, component)
     if refusal == "gpu_generation":
         add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
