@@ -122,8 +122,8 @@ _NCCL_SYMBOL = re.compile(r"nccl|Proxy(?:Op|Service|Progress|Connect|State)\w*\(
 # Speculative decoding's own native code in a crash report (C++ namespaces such as sglang::ngram::).
 _SPECULATIVE_SYMBOL = re.compile(r"\b(?:ngram|eagle\d?|speculative|spec_decode)::", re.IGNORECASE)
 _CRASH_REPORT_LINES = 12
-# A worker's death reported just before the root cause: the error is what the survivors hit when it vanished.
-_DEATH_NOTICE = re.compile(r"died unexpectedly|exited unexpectedly")
+# A worker's death reported just before the root cause (the library's "engine-core-died" wording): the error is
+# what the survivors hit when it vanished.
 _DEATH_LOOKBACK_LINES = 12
 _SHAPE_REFUSED = re.compile(r"for this shape|[Ss]upported (?:\w+ )?shapes|head[_ ]?(?:dim|size)")
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
@@ -201,10 +201,13 @@ def _crashed_in(symbol: re.Pattern[str], root: ErrorEvent, window: LogWindow) ->
     return any(symbol.search(line) for line in report)
 
 
-def _death_just_before(root: ErrorEvent, window: LogWindow) -> int | None:
+def _death_just_before(root: ErrorEvent, window: LogWindow, library: SignatureLibrary) -> int | None:
     """The line where a process's death is reported right before the root cause's first line, or None."""
+    notices = [
+        regex for signature in library.signatures if signature.id == "engine-core-died" for regex in signature.regexes
+    ]
     for index in range(root.first_index - 1, max(root.first_index - _DEATH_LOOKBACK_LINES, 0) - 1, -1):
-        if _DEATH_NOTICE.search(window.lines[index]):
+        if any(notice.search(window.lines[index]) for notice in notices):
             return index
     return None
 
@@ -303,7 +306,7 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
-    death = _death_just_before(root, window) if root.kind != "crash" else None
+    death = _death_just_before(root, window, library) if root.kind != "crash" else None
     if death is not None:
         why = "a worker died just before the first error, which is the death's consequence"
         remedies = list(library.class_remedies.get("process_killed", []))
