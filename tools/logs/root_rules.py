@@ -87,12 +87,13 @@ _WEIGHT_NAME = re.compile(r"^'?[\w.]+\.(?:weight|bias|\w*scale\w*)'?")
 # An architecture the engine refuses ("Model architectures ['X'] are not supported"), and a drafter's among them.
 _REFUSED_ARCHITECTURES = re.compile(r"[Aa]rchitectures? (?P<names>\[[^\]]{1,300}\]) (?:are|is) not supported")
 _DRAFTER_ARCHITECTURE = re.compile(r"Eagle|Medusa|MTP|Draft|NextN|Speculator")
-# A weight that belongs to a drafter (EAGLE, MTP / NextN layers, a draft model), or one a drafter shares with its
-# target and often leaves out of its checkpoint (the embedding, the LM head).
-_DRAFTER_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|spec|midlayer|embed_tokens|lm_head", re.IGNORECASE)
-# Layers only a drafter's checkpoint has (EAGLE-3 names its one decoder layer "midlayer"): missing from the model
-# the engine built, they show a drafter loaded as (or through) another model even where no speculative setting shows.
+# Layers only a drafter's checkpoint has (EAGLE, MTP / NextN layers, a draft model; EAGLE-3 names its one decoder
+# layer "midlayer"): missing from the model the engine built, they show a drafter loaded as (or through) another
+# model even where no speculative setting shows.
 _DRAFTER_ONLY_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|midlayer", re.IGNORECASE)
+# A weight that belongs to a drafter, or one a drafter shares with its target and often leaves out of its checkpoint
+# (the embedding, the LM head).
+_DRAFTER_WEIGHT = re.compile(rf"{_DRAFTER_ONLY_WEIGHT.pattern}|spec|embed_tokens|lm_head", re.IGNORECASE)
 # Speculative decoding switched on: set in a configuration dump (SGLang's ServerArgs, vLLM's engine config
 # print "=None" when it is off), given on the command line, or named in messages and module paths.
 _SPECULATIVE_CONTEXT = re.compile(
