@@ -28,7 +28,7 @@ from pathlib import Path
 from support.real_engine import DEFAULT_ENGINE_ENVIRONMENT, RealEngine, VllmServer, http_get, http_post_json, prepare
 from support.real_vllm_index import Case, Entry, read_index, write_index
 from support.real_vllm_models import Neutraliser, make_variants
-from support.real_vllm_refusals import api_key, post, refused_requests
+from support.real_vllm_refusals import api_key, headers, post, refused_requests
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "real_vllm"
 START_TIMEOUT = 300.0
@@ -83,16 +83,30 @@ def _model_name(server: VllmServer) -> str:
 
 def _headers(server: VllmServer) -> dict[str, str]:
     """JSON content, and the case's ``--api-key`` as bearer token when it sets one."""
-    key = api_key(server.arguments)
-    return {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+    return headers(api_key(server.arguments))
+
+
+def _chat(server: VllmServer) -> int:
+    """A short greedy chat request; its HTTP status."""
+    messages = [{"role": "user", "content": "Say hello."}]
+    body = {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0}
+    return post(f"{server.base_url}/v1/chat/completions", body, api_key(server.arguments))
+
+
+def _send(entry: Entry, server: VllmServer, title: str, number: signal.Signals) -> None:
+    """Send ``number`` to the processes titled ``title`` (recorded in the entry), or to the API server when empty."""
+    assert server.process is not None
+    if title:
+        killed = server.signal_children(title, number)
+        entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
+    else:
+        server.process.send_signal(number)
 
 
 def _requests(server: VllmServer) -> None:
     """One chat request and one streamed completion, both greedy."""
     url = server.base_url
-    messages = [{"role": "user", "content": "Say hello."}]
-    body = {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0}
-    status = post(f"{url}/v1/chat/completions", body, api_key(server.arguments))
+    status = _chat(server)
     if status != 200:
         raise RuntimeError(f"the chat request was answered {status}")
     body = {
@@ -136,15 +150,6 @@ def _signal_while_streaming(entry: Entry, server: VllmServer, title: str, number
     """Start a long streamed completion; once its first chunk arrives, send ``number`` to the processes titled
     ``title`` (the API server when empty); read on."""
     assert server.process is not None
-
-    def send() -> None:
-        if title:
-            killed = server.signal_children(title, number)
-            entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
-        else:
-            assert server.process is not None
-            server.process.send_signal(number)
-
     body = {
         "model": _model_name(server),
         "prompt": "The operator opened the console",
@@ -163,10 +168,10 @@ def _signal_while_streaming(entry: Entry, server: VllmServer, title: str, number
         for line in response:
             chunks[phase] += line.startswith(b"data:")
             if phase == "before" and chunks[phase]:
-                send()
+                _send(entry, server, title, number)
                 phase = "after"
     if phase == "before":  # the stream never started: signal all the same
-        send()
+        _send(entry, server, title, number)
     entry.extra["streamed_chunks"] = f"{chunks['before']} before {number.name}, {chunks['after']} after"
 
 
@@ -175,11 +180,7 @@ def _request_while_frozen(entry: Entry, server: VllmServer) -> None:
     assert server.process is not None
     server.process.send_signal(signal.SIGSTOP)
     statuses: list[int] = []
-    messages = [{"role": "user", "content": "Say hello."}]
-    body = {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0}
-    thread = threading.Thread(
-        target=lambda: statuses.append(post(f"{server.base_url}/v1/chat/completions", body, api_key(server.arguments)))
-    )
+    thread = threading.Thread(target=lambda: statuses.append(_chat(server)))
     thread.start()
     time.sleep(SERVER_FROZEN_SECONDS)
     server.process.send_signal(signal.SIGCONT)
@@ -208,9 +209,7 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         return True
     assert server.process is not None
     if case.action in KILLS:
-        title, number = KILLS[case.action]
-        killed = server.signal_children(title, number)
-        entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
+        _send(entry, server, *KILLS[case.action])
     elif case.action in STREAMING_SIGNALS:
         _signal_while_streaming(entry, server, *STREAMING_SIGNALS[case.action])
     elif case.action in SERVER_SIGNALS:
@@ -231,11 +230,7 @@ def _signal_while_loading(entry: Entry, server: VllmServer) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline and server.process.poll() is None:
         if LOADING_MARKER in server.log_path.read_text(errors="replace"):
-            if title:
-                killed = server.signal_children(title, number)
-                entry.extra["killed"] = f"{title} ({len(killed)} process) with {number.name}"
-            else:
-                server.process.send_signal(number)
+            _send(entry, server, title, number)
             entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
             if entry.exit_code is None:
                 entry.extra["signal_while_loading"] = f"ignored: no exit within {EXIT_TIMEOUT:.0f} s"

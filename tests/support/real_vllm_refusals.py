@@ -15,12 +15,14 @@ def api_key(arguments: list[str]) -> str:
     return keys[-1] if keys else ""
 
 
+def headers(key: str) -> dict[str, str]:
+    """JSON content, and ``key`` as bearer token when given."""
+    return {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+
+
 def post(url: str, body: dict[str, object], key: str = "", timeout: float = 120.0) -> int:
     """POST ``body`` as JSON (with ``key`` as bearer token when given), read the answer; its HTTP status."""
-    headers = {"content-type": "application/json"}
-    if key:
-        headers["authorization"] = f"Bearer {key}"
-    request = urllib.request.Request(url, json.dumps(body).encode(), headers)
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers(key))
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             response.read()
