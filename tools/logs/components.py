@@ -101,7 +101,7 @@ _TABLE: list[tuple[Component, str, str]] = [
     (
         "warmup",
         r"/warmup/|/warmup\.py|kernel_warmup",
-        r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup|warmup_\w+|warming_up_\w+|_wait_and_warmup"
+        r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup(?:_\w+)?|warmup_\w+|warming_up_\w+|_wait_and_warmup"
         r"|_execute_server_warmup)$",
     ),
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
@@ -126,6 +126,7 @@ _LEAVES: tuple[Component, ...] = (
     "warmup",
 )
 INNERMOST_FRAMES = 8
+_MODEL_CONSTRUCTION = re.compile(r"^_?(?:initialize|create)_model$")
 
 
 def frame_component(frame: Frame) -> Component | None:
@@ -148,4 +149,8 @@ def failing_component(frames: list[Frame]) -> Component | None:
     # warm-up's, however far out its frame is.
     if any(frame_component(frame) == "warmup" for frame in frames[INNERMOST_FRAMES:]):
         return "warmup"
+    # So is a failure deep inside the model's construction from its configuration (the loader building the layers the
+    # configuration describes): the engine cannot build what the checkpoint's configuration asks for.
+    if any(_MODEL_CONSTRUCTION.match(frame.function) for frame in frames[INNERMOST_FRAMES:]):
+        return "weight_loader"
     return next((component for component in components if component is not None), None)

@@ -29,6 +29,7 @@ from pathlib import Path
 from tools.logs.calibration import load_calibration
 from tools.logs.combine import combine
 from tools.logs.components import failing_component
+from tools.logs.crash_rules import silent_death_evidence
 from tools.logs.decide import Decision, decide
 from tools.logs.events import ErrorEvent, LogEvents, parse_events
 from tools.logs.evidence import (
@@ -54,7 +55,7 @@ from tools.logs.request_errors import (
     serving_despite_request_errors,
     without,
 )
-from tools.logs.root_rules import hint_evidence, root_evidence, silent_death_evidence
+from tools.logs.root_rules import hint_evidence, root_evidence
 from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance, ready_after_failed_warmup
 from tools.logs.window import LogWindow, read_window
 

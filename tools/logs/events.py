@@ -17,32 +17,21 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tools.logs.frames import Frame, is_live_dump_frame, parse_frame
+from tools.logs.native_reports import crash_banner, native_check, signal_named
 from tools.logs.prefixes import LineParts, split_line
 
 EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(
     r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
-    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |Caught signal "
+    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |Caught signal |received signal \*|\)\[0x[0-9a-f]"
+    r"|^\s*\d+\s+0x[0-9a-f]+ \S+\(\)"
 )
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|KeyError)"
     r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*)(?::\s?(?P<message>.*))?$"
 )
 _INNERMOST_FIRST_HEADER = re.compile(r"\(most recent call first\)|^Thread \d+ \((?:active|idle)[^)]*\)")
-# Native crash reports: the interpreter's fault handler, glibc-style signal reports, the banner of
-# the stack printer PyTorch-based programs install ("!!!!!!! Segfault encountered !!!!!!!"), and UCX's
-# handler ("[host:pid:0:tid] Caught signal 11 (Segmentation fault: address not mapped ...)").
-_CRASH = re.compile(
-    r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received"
-    r"|^!+ ?(?P<banner>\w+) encountered ?!+|^\[[^\]\s]+\] Caught signal (?P<number>\d+) \((?P<caught>[^:)]+)"
-)
-# A native check that prints and exits (vLLM's CUDACHECK in csrc/custom_all_reduce.cuh, NCCL tests'
-# NCCLCHECK): "Failed: Cuda error csrc/custom_all_reduce.cuh:368 'invalid argument'"; some builds omit the kind.
-_NATIVE_CHECK = re.compile(
-    r"Failed[:,] (?:(?P<kind>Cuda|CUDA|NCCL|MPI) error )?(?P<path>[\w./-]+\.(?:cuh?|cpp|cc|hpp|h)):(?P<line>\d+)"
-    r" '(?P<message>[^']*)'"
-)
 # CPython reports an exception in a site hook on two lines and carries on ("Error in sitecustomize; set
 # PYTHONVERBOSE for traceback:" then the exception): not a failure of the program.
 _STARTUP_HOOK = re.compile(r"Error in (?:site|user)customize; set PYTHONVERBOSE for traceback:")
@@ -185,37 +174,33 @@ class _Parser:
         return True
 
     def on_crash(self, index: int, parts: LineParts) -> bool:
-        crash = _CRASH.search(parts.text)
-        if crash is None:
+        named = signal_named(parts.text)
+        if named is not None and self.block is not None and self.block.kind == "crash" and not self.block.frames:
+            self.block.type, self.block.message = named
+            return True
+        banner = crash_banner(parts.text)
+        if banner is None:
             return False
         if self.block is None or self.block.kind != "crash":
             self.close(index)
             self.block = self.open(index, parts.origin, kind="crash", innermost_first=True)
-            if crash.group("message"):
-                self.block.type, self.block.message = "Fatal Python error", crash.group("message")
-            elif crash.group("signal"):
-                self.block.type, self.block.message = crash.group("signal"), f"{crash.group('signal')} received"
-            elif crash.group("caught"):
-                self.block.type, self.block.message = f"signal {crash.group('number')}", crash.group("caught")
-            else:
-                self.block.type, self.block.message = crash.group("banner"), f"{crash.group('banner')} encountered"
+            self.block.type, self.block.message = banner
         return True
 
     def on_native_check(self, index: int, parts: LineParts) -> bool:
         """A failed check in compiled code, printed just before the process exits: a crash of its own."""
-        check = _NATIVE_CHECK.search(parts.text)
+        check = native_check(parts.text)
         if check is None:
             return False
         self.close(index)
-        kind = (check.group("kind") or "CUDA").upper()
-        frame = Frame(check.group("path"), int(check.group("line")), "", index)
+        frame = Frame(check.path, check.line, "", index)
         self.events.append(
             ErrorEvent(
                 kind="crash",
                 first_index=index,
                 index=index,
-                type=f"{kind} error",
-                message=check.group("message"),
+                type=f"{check.kind} error",
+                message=check.message,
                 frames=[frame],
                 origin=parts.origin,
             )

@@ -11,6 +11,12 @@ _PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>
 _WRAPPED_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+\.py)["”],?\s*$')
 _SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?P<line>\d+)\)\s*$")
 _NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
+# glibc's backtrace ("[ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7d1d...]", Open MPI numbers them) and UCX's or
+# gdb's ("24 0x0000000000081f9a ncclTopoCompute()  /src/graph/search.cc:992").
+_BACKTRACE_FRAME = re.compile(
+    r"^(?:\[\s*\d+\]\s+)?(?P<path>/[^\s(]+)\((?P<function>[\w.]*)(?:\+0x[0-9a-f]+)?\)\s*\[0x[0-9a-f]+\]"
+    r"|^\s*\d+\s+0x[0-9a-f]+ (?P<symbol>[\w:~<>.]+)\(\)\s+(?P<source>\S+?):(?P<number>\d+)\s*$"
+)
 
 
 @dataclass
@@ -29,6 +35,11 @@ def parse_frame(text: str) -> tuple[Frame | None, bool]:
     match = _WRAPPED_FRAME.match(text)
     if match is not None:
         return Frame(match.group("path"), None, "?"), False
+    match = _BACKTRACE_FRAME.match(text)
+    if match is not None:
+        if match.group("symbol"):
+            return Frame(match.group("source"), int(match.group("number")), match.group("symbol")), True
+        return Frame(match.group("path"), None, match.group("function") or "?"), True
     match = _SPY_FRAME.match(text) or _NATIVE_FRAME.match(text)
     if match is not None:
         line = match.groupdict().get("line")

@@ -41,6 +41,11 @@ _PREFIXES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"\[\d{4}-\d\d-\d\d [\d:,]+ [A-Z] \d+ \d+\] [\w.]+:\d+: "), False),  # Ray's C++ logger
     # PyTorch's C++ logger: [W609 06:57:47.81 file.cpp:877], [E130 18:11:34.7 file.cpp:143] (month without its zero)
     (re.compile(r"\[(?P<severity>[IWEF])\d{3,4} [\d:.]+ [^\]]*\]\s?"), True),
+    # glog's format (PyTorch's C++ logger without brackets): "I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] "
+    (re.compile(r"(?P<severity>[IWEF])\d{4} [\d:.]+ +\d+ [\w.-]+:\d+\] "), True),
+    # Open MPI's tag on its signal handler's lines: "[host:pid] *** Process received signal ***"
+    (re.compile(r"\[(?P<origin>(?![\w.-]*\.py:)[\w.-]+:\d+)\] "), False),
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? "), False),  # a plain date and time
 ]
 _SEVERITY = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 

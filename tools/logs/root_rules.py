@@ -5,10 +5,8 @@ Each rule reads one property of the first real error, never the wording of one k
 
 - the innermost frames name a component whose failures have one remedy (CUDA graph capture,
   speculative decoding, the weight loader, the KV cache, NCCL, the engine's argument checks);
-- a death from a signal in native code (fault handler, signal report, crash banner) is
-  ``process_killed`` unless it crashed inside a component that explains it (CUDA graph capture, NCCL);
-  an interpreter's own fatal check (``Fatal Python error: _PyObject_AssertFailed``) is none of the
-  classes, and is said to be ``unknown`` with confidence (a bug to report, not a remedy to apply);
+- a native crash in a component that explains it (CUDA graph capture, NCCL) is that component's; other
+  crashes, kernel assertions and deaths are read by :mod:`tools.logs.crash_rules`;
 - an attention kernel that fails is ``attention_backend_error`` unless its message is about the GPU
   generation (``unsupported_arch``); a just-in-time build of an attention kernel that fails is too;
 - a weight the checkpoint lacks (``KeyError: 'layers.0.mlp.weight_scale'``) is ``model_load_error``
@@ -35,7 +33,8 @@ from __future__ import annotations
 import re
 
 from tools.logs.components import INNERMOST_FRAMES, failing_component, frame_component
-from tools.logs.events import ErrorEvent, LogEvents
+from tools.logs.crash_rules import crash_evidence, death_before_evidence, kernel_assertion_evidence
+from tools.logs.events import ErrorEvent
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.phase import Phase, last_phase
@@ -46,7 +45,6 @@ COMPONENT_PRIORITY = 65
 SPECIFIC_PRIORITY = 66  # a rule that reads the message as well as the frames
 # A value the operator gave, refused: the argument is the remedy, above what the message says of the model's files.
 GIVEN_SETTING_PRIORITY = 83
-CRASH_PRIORITY = 62
 # Above the generic "weights do not match the model" signatures: with a drafter loaded, a mismatch is far
 # more often the drafter's than the target's.
 SPECULATIVE_MISMATCH_PRIORITY = 85
@@ -89,8 +87,12 @@ _REFUSED_ARCHITECTURES = re.compile(r"[Aa]rchitectures? (?P<names>\[[^\]]{1,300}
 _DRAFTER_ARCHITECTURE = re.compile(r"Eagle|Medusa|MTP|Draft|NextN|Speculator")
 # Layers only a drafter's checkpoint has (EAGLE, MTP / NextN layers, a draft model; EAGLE-3 names its one decoder
 # layer "midlayer"): missing from the model the engine built, they show a drafter loaded as (or through) another
-# model even where no speculative setting shows.
-_DRAFTER_ONLY_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|midlayer", re.IGNORECASE)
+# model even where no speculative setting shows. MTP and EAGLE heads also have layers of their own names: the
+# norms of the embedding and hidden state they join and the projection that joins them (DeepSeek's enorm, hnorm and
+# eh_proj; Qwen's pre_fc_norm_embedding and pre_fc_norm_hidden).
+_DRAFTER_ONLY_WEIGHT = re.compile(r"eagle|mtp|nextn|draft|midlayer|pre_fc_norm|\b[eh]norm\b|eh_proj", re.IGNORECASE)
+# A loader's list of the model's weights the checkpoint did not give.
+_UNLOADED_WEIGHTS = re.compile(r"weights (?:were )?not (?:initiali[sz]ed|loaded)|[Mm]issing (?:keys|weights)")
 # A weight that belongs to a drafter, or one a drafter shares with its target and often leaves out of its checkpoint
 # (the embedding, the LM head).
 _DRAFTER_WEIGHT = re.compile(rf"{_DRAFTER_ONLY_WEIGHT.pattern}|spec|embed_tokens|lm_head", re.IGNORECASE)
@@ -105,27 +107,9 @@ _SPECULATIVE_CONTEXT = re.compile(
     r"|eagle\w*_proposer|num_speculative_tokens['\"]?[=:] ?\d"
 )
 _SPECULATIVE_SCAN_CHARS = 4 * 1024 * 1024
-# What a process raises when the process it talks to is gone (a closed pipe or socket): a consequence.
-_PEER_GONE = re.compile(r"BrokenPipeError|EOFError|ConnectionResetError|ConnectionAbortedError|ZMQError")
-SILENT_DEATH_PRIORITY = 20  # above an unexplained error (10) and the engines' generic failure reports (12)
-# A process that died from a signal in native code; an interpreter's own fatal check
-# ("Fatal Python error: _PyObject_AssertFailed") is not one and stays unexplained.
-_SIGNAL_DEATH = re.compile(
-    r"Segmentation fault|Segfault|SIG(?:SEGV|BUS|ILL|FPE|ABRT)|Aborted|Bus error|Floating point exception"
-    r"|Illegal instruction"
-)
 # A crash in native code is explained by the component only where that component runs native code
 # that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
 _CRASH_COMPONENTS = ("cuda_graph", "distributed")
-# NCCL's own symbols in a native crash report (the program counter's function, the library): a crash inside
-# NCCL is nccl_error even when no Python frame names the distributed code.
-_NCCL_SYMBOL = re.compile(r"nccl|Proxy(?:Op|Service|Progress|Connect|State)\w*\(", re.IGNORECASE)
-# Speculative decoding's own native code in a crash report (C++ namespaces such as sglang::ngram::).
-_SPECULATIVE_SYMBOL = re.compile(r"\b(?:ngram|eagle\d?|speculative|spec_decode)::", re.IGNORECASE)
-_CRASH_REPORT_LINES = 12
-# A worker's death reported just before the root cause (the library's "engine-core-died" wording): the error is
-# what the survivors hit when it vanished.
-_DEATH_LOOKBACK_LINES = 12
 _SHAPE_REFUSED = re.compile(r"for this shape|[Ss]upported (?:\w+ )?shapes|head[_ ]?(?:dim|size)")
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "cuda_graph": ("cuda_graph_capture_failure", 0.75),
@@ -192,25 +176,6 @@ def _mismatch(root: ErrorEvent) -> bool:
 def _through_speculative(root: ErrorEvent) -> bool:
     """The failing stack passes through speculative decoding's code (the drafter's worker or runner)."""
     return any(frame_component(frame) == "speculative" for frame in root.frames)
-
-
-def _crashed_in(symbol: re.Pattern[str], root: ErrorEvent, window: LogWindow) -> bool:
-    """The crash report (its stack and the lines right after its banner) names the code ``symbol`` matches."""
-    if any(symbol.search(f"{frame.path} {frame.function}") for frame in root.frames):
-        return True
-    report = window.lines[root.index : root.index + _CRASH_REPORT_LINES]
-    return any(symbol.search(line) for line in report)
-
-
-def _death_just_before(root: ErrorEvent, window: LogWindow, library: SignatureLibrary) -> int | None:
-    """The line where a process's death is reported right before the root cause's first line, or None."""
-    notices = [
-        regex for signature in library.signatures if signature.id == "engine-core-died" for regex in signature.regexes
-    ]
-    for index in range(root.first_index - 1, max(root.first_index - _DEATH_LOOKBACK_LINES, 0) - 1, -1):
-        if any(notice.search(window.lines[index]) for notice in notices):
-            return index
-    return None
 
 
 def _missing_weight(root: ErrorEvent) -> str | None:
@@ -284,21 +249,9 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
         if outer_class is not None:
             why = f"the failure in {component} code was raised while {outer} code ran it"
             add(outer_class[0], COMPONENT_PRIORITY - 1, outer_class[1], why)
-    if root.kind == "crash" and mapped is None and _crashed_in(_NCCL_SYMBOL, root, window):
-        add("nccl_error", CRASH_PRIORITY + 1, 0.7, "the process crashed in native code inside NCCL")
-    elif root.kind == "crash" and mapped is None and _crashed_in(_SPECULATIVE_SYMBOL, root, window):
-        add("spec_decode_problem", CRASH_PRIORITY + 1, 0.7, "the process crashed in speculative decoding's native code")
-    elif root.kind == "crash" and mapped is None and _SIGNAL_DEATH.search(f"{root.type} {root.message}"):
-        where = f" in {component} code" if component else ""
-        add("process_killed", CRASH_PRIORITY, 0.7, f"the process crashed in native code{where} ({root.message})")
-    elif root.kind == "crash" and mapped is None and root.type == "Fatal Python error":
-        # Known to be none of the classes: said with confidence, so that no weaker source names one.
-        add(
-            "unknown",
-            CRASH_PRIORITY,
-            0.6,
-            f"the interpreter's own check failed, not a death by a signal ({root.message})",
-        )
+    if root.kind == "crash" and mapped is None:
+        found += crash_evidence(root, window, library, component)
+    found += kernel_assertion_evidence(root, library, _through_speculative(root) or speculative_in_use(window))
     if root.kind == "crash" and _custom_all_reduce(root) and last_phase(window, library).phase == "cuda_graph":
         # Its checks after start-up are in the exchange of the captured graphs' buffers, when capture ends.
         add(
@@ -307,11 +260,7 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.7,
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
-    death = _death_just_before(root, window, library) if root.kind != "crash" else None
-    if death is not None:
-        why = "a worker died just before the first error, which is the death's consequence"
-        remedies = list(library.class_remedies.get("process_killed", []))
-        found.append(Evidence("component", "process_killed", COMPONENT_PRIORITY + 2, 0.7, death, why, remedies))
+    found += death_before_evidence(root, window, library)
     refusal = refusal_kind(root, window, component)
     if refusal == "gpu_generation":
         add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")
@@ -343,6 +292,14 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.75,
             "the architecture the engine does not accept is a drafter's: the speculative method and drafter disagree",
         )
+    unloaded = _UNLOADED_WEIGHTS.search(root.message)
+    if unloaded is not None and _DRAFTER_ONLY_WEIGHT.search(root.message[unloaded.end() :]):
+        add(
+            "spec_decode_problem",
+            SPECULATIVE_MISMATCH_PRIORITY,
+            0.7,
+            "the weights the checkpoint did not give include a drafter's own layers (its checkpoint or its loading)",
+        )
     missing_weight = _missing_weight(root) or _layer_without_weight(root)
     if missing_weight is not None and not _DRAFTER_WEIGHT.search(missing_weight):
         add(
@@ -368,22 +325,3 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             "a shape or weight mismatch while the engine runs speculative decoding (draft and target disagree)",
         )
     return found
-
-
-def silent_death_evidence(events: LogEvents, root: ErrorEvent | None, library: SignatureLibrary) -> list[Evidence]:
-    """Where nothing else explains a failure: its report points to a root cause that no process wrote (only echoes
-    such as "see root cause above"), or its first error is a process finding its peer gone (a broken pipe, a closed
-    socket). A process then died without a Python error of its own, as when it is killed from outside (a signal,
-    the OOM killer)."""
-    if root is not None:
-        if root.type is None or not _PEER_GONE.search(root.type):
-            return []
-        index, why = root.index, f"the first error is a process finding its peer gone ({root.type}): that peer died"
-    else:
-        echo = next((event for event in events.events if event.echo), None)
-        if echo is None:
-            return []
-        index, why = echo.index, "the failure points to a root cause that no process in the log wrote"
-    why += " without an error of its own"
-    remedies = list(library.class_remedies.get("process_killed", []))
-    return [Evidence("silent_death", "process_killed", SILENT_DEATH_PRIORITY, 0.55, index, why, remedies)]

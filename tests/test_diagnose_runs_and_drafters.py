@@ -1,0 +1,124 @@
+"""Progress of jobs that are not servers, drafters' weights, warm-ups and watchdogs, in words of their own.
+
+Each log is short and invented in the engines' style; the rules run alone (an empty learned model) so that the
+checks show what the rules decide.
+"""
+
+from __future__ import annotations
+
+from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_text
+from tools.logs.learned import LearnedModel
+
+STALE = DiagnosisHints(seconds_since_output=3600)
+
+
+def rules_alone(text: str, hints: DiagnosisHints | None = None) -> Diagnosis:
+    return diagnose_text(text, hints, model=LearnedModel())
+
+
+def test_rows_of_an_nccl_tests_table_are_collectives_that_ran() -> None:
+    header = (
+        "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 2(factor) warmup iters: 5 iters: 20\n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw\n"
+    )
+    rows = (
+        "     1048576        262144     float     sum      -1    61.20   17.13   32.12      0    60.87   17.23\n"
+        "     2097152        524288     float     sum      -1    98.41   21.31   39.96      0    97.55   21.50\n"
+    )
+    assert rules_alone(header + rows).diagnosis_class == "healthy"
+    assert rules_alone(header + rows, STALE).diagnosis_class == "healthy"  # the table ran, silence is its end
+    unchecked = rows.replace("      0    ", "    N/A    ")
+    assert rules_alone(header + unchecked).diagnosis_class == "healthy"
+    assert rules_alone(header).diagnosis_class == "loading"  # no row yet
+
+
+def test_vllm_omnis_per_request_timing_is_serving() -> None:
+    text = (
+        "(APIServer pid=4) INFO 04-01 10:00:00 [omni_base.py:9] [OmniTiming] req=chatcmpl-7f2 total=3.10s "
+        "preprocess=0.20s engine=2.90s stages=[0:ar=2.10s]\n"
+    )
+    assert rules_alone(text).diagnosis_class == "healthy"
+
+
+def test_a_drafters_loader_naming_weights_it_has_no_place_for_is_the_drafters() -> None:
+    text = (
+        "[2026-01-05 10:00:00] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16\n"
+        "[2026-01-05 10:00:02] MTP draft: unexpected weight 'mtp.1.ffn.w2.weight' -> 'layers.1.mlp.down_proj.weight'\n"
+        "[2026-01-05 10:00:02] MTP draft: unexpected weight 'mtp.1.ffn.w3.weight' -> 'layers.1.mlp.up_proj.weight'\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "spec_decode_problem", diagnosis.why
+
+
+def _unloaded(names: str) -> str:
+    return (
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 9, in '
+        "load_weights\n"
+        f"ValueError: Following weights were not initialized from checkpoint: {{{names}}}\n"
+    )
+
+
+def test_weights_left_unloaded_that_are_a_drafters_own_layers_are_the_drafters() -> None:
+    drafter = rules_alone(_unloaded("'model.enorm.weight', 'model.hnorm.weight', 'model.eh_proj.weight'"))
+    assert drafter.diagnosis_class == "spec_decode_problem", drafter.why
+    target = rules_alone(_unloaded("'model.layers.3.mlp.gate.weight', 'model.norm.weight'"))
+    assert target.diagnosis_class == "model_load_error", target.why
+
+
+def test_a_failure_in_a_function_that_prepares_the_warm_up_is_the_warm_ups() -> None:
+    text = (
+        "[2026-01-05 10:00:00] Load weight end. type=QwenImagePipeline\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 90, in __init__\n'
+        "    self.build_first_warmup_batch()\n"
+        '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 140, in build_first_warmup_batch\n'
+        "    batch = Batch(kind=kind)\n"
+        "TypeError: Batch.__init__() got an unexpected keyword argument 'kind'\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "warmup_failed", diagnosis.why
+
+
+def test_what_sglangs_watchdog_prints_when_it_fires_is_a_hang_without_its_first_line() -> None:
+    text = (
+        "[2026-01-05 10:20:00] Decode batch, #running-req: 1, #token: 90, token usage: 0.00, gen throughput: 31.2\n"
+        "[2026-01-05 10:25:00] self.cur_batch.batch_size()=1\n"
+        "self.cur_batch.reqs=[Req(rid=9f1c, input_ids=[11, 12, 13])]\n"
+        "[2026-01-05 10:25:00] Pyspy dump for PID 812:\n"
+        'Thread 812 (idle): "MainThread"\n'
+        "    replay (cuda_graph_runner.py:640)\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "nccl_hang", diagnosis.why
+
+
+def test_pytorchs_nccl_process_group_starting_is_distributed_set_up() -> None:
+    text = (
+        "I0301 12:00:00.100200 5100 ProcessGroupNCCL.cpp:843] [Rank 1] NCCL watchdog thread started!\n"
+        "I0301 12:00:00.100900 5099 ProcessGroupNCCL.cpp:666] [Rank 1] ProcessGroupNCCL initialized with following "
+        "options:\n"
+        "NCCL_ASYNC_ERROR_HANDLING: 1\n"
+        "TIMEOUT(ms): 60000\n"
+    )
+    assert rules_alone(text).phase == "distributed_init"
+    assert rules_alone(text, STALE).diagnosis_class == "nccl_hang"
+
+
+def test_an_error_deep_inside_building_the_model_from_its_configuration_is_the_checkpoints() -> None:
+    inner = [("layers/rotary_embedding/__init__.py", "get_rope")] + [("models/qwen2.py", "__init__")] * 5
+    inner += [("models/utils.py", "make_layers"), ("models/qwen2.py", "__init__"), ("models/qwen2.py", "__init__")]
+    outer = [("model_loader/utils.py", "initialize_model"), ("model_loader/base_loader.py", "load_model")]
+    frames = "".join(
+        f'  File "/usr/lib/python3.12/site-packages/vllm/model_executor/{path}", line 4, in {function}\n'
+        for path, function in reversed(inner + outer)
+    )
+    text = (
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+        f"Traceback (most recent call last):\n{frames}ValueError: Unknown RoPE scaling type 'yarn2'\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "model_load_error", diagnosis.why
+    shallow = text.replace("initialize_model", "run_once")
+    assert rules_alone(shallow).diagnosis_class == "unknown"  # nothing says the model was being built
