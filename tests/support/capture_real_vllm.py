@@ -26,9 +26,17 @@ import urllib.request
 from pathlib import Path
 
 from support.real_engine import DEFAULT_ENGINE_ENVIRONMENT, RealEngine, VllmServer, http_get, http_post_json, prepare
+from support.real_vllm_actions import (
+    bad_requests,
+    chat,
+    model_name,
+    stop_under_load,
+    stop_with_engine_core_frozen,
+    tolerant_requests,
+)
 from support.real_vllm_index import Case, Entry, read_index, write_index
 from support.real_vllm_models import Neutraliser, make_variants
-from support.real_vllm_refusals import api_key, headers, post, refused_requests
+from support.real_vllm_refusals import api_key, headers, refused_requests
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "real_vllm"
 START_TIMEOUT = 300.0
@@ -42,6 +50,7 @@ KILLS = {
     "segv_worker": ("VLLM::Worker", signal.SIGSEGV),
     "term_worker": ("VLLM::Worker", signal.SIGTERM),
     "usr1_engine_core": ("VLLM::EngineCore", signal.SIGUSR1),
+    "term_engine_core": ("VLLM::EngineCore", signal.SIGTERM),
 }
 SERVER_SIGNALS = {
     "kill_server": signal.SIGKILL,
@@ -71,26 +80,13 @@ LOADING_MARKER = "Starting to load model"
 FROZEN_SECONDS = 30.0
 REPEAT_PAUSE = 0.5  # between the two SIGTERMs of stop_sigterm_twice
 SERVER_FROZEN_SECONDS = 10.0
-
-
-def _model_name(server: VllmServer) -> str:
-    """The name requests must give: the last ``--served-model-name`` when the case sets one."""
-    names = [
-        server.arguments[at + 1] for at, argument in enumerate(server.arguments) if argument == "--served-model-name"
-    ]
-    return names[-1] if names else server.served_model
+NO_REQUESTS = ("serve_tolerant", "stop_sigterm_idle")  # actions that send no plain requests first
+KEPT_AFTER_READY = ("serve", "serve_load", "serve_refused", "freeze_server_request", "serve_tolerant", "serve_bad")
 
 
 def _headers(server: VllmServer) -> dict[str, str]:
     """JSON content, and the case's ``--api-key`` as bearer token when it sets one."""
     return headers(api_key(server.arguments))
-
-
-def _chat(server: VllmServer) -> int:
-    """A short greedy chat request; its HTTP status."""
-    messages = [{"role": "user", "content": "Say hello."}]
-    body = {"model": _model_name(server), "messages": messages, "max_tokens": 16, "temperature": 0}
-    return post(f"{server.base_url}/v1/chat/completions", body, api_key(server.arguments))
 
 
 def _send(entry: Entry, server: VllmServer, title: str, number: signal.Signals) -> None:
@@ -106,11 +102,11 @@ def _send(entry: Entry, server: VllmServer, title: str, number: signal.Signals) 
 def _requests(server: VllmServer) -> None:
     """One chat request and one streamed completion, both greedy."""
     url = server.base_url
-    status = _chat(server)
+    status = chat(server)
     if status != 200:
         raise RuntimeError(f"the chat request was answered {status}")
     body = {
-        "model": _model_name(server),
+        "model": model_name(server),
         "prompt": "The operator opened the console",
         "max_tokens": 16,
         "temperature": 0,
@@ -131,7 +127,7 @@ def _load(server: VllmServer, seconds: float) -> None:
             http_post_json(
                 f"{server.base_url}/v1/completions",
                 {
-                    "model": _model_name(server),
+                    "model": model_name(server),
                     "prompt": prompt,
                     "max_tokens": 64,
                     "temperature": 0,
@@ -151,7 +147,7 @@ def _signal_while_streaming(entry: Entry, server: VllmServer, title: str, number
     ``title`` (the API server when empty); read on."""
     assert server.process is not None
     body = {
-        "model": _model_name(server),
+        "model": model_name(server),
         "prompt": "The operator opened the console",
         "max_tokens": STREAM_TOKENS,
         "temperature": 0,
@@ -180,7 +176,7 @@ def _request_while_frozen(entry: Entry, server: VllmServer) -> None:
     assert server.process is not None
     server.process.send_signal(signal.SIGSTOP)
     statuses: list[int] = []
-    thread = threading.Thread(target=lambda: statuses.append(_chat(server)))
+    thread = threading.Thread(target=lambda: statuses.append(chat(server)))
     thread.start()
     time.sleep(SERVER_FROZEN_SECONDS)
     server.process.send_signal(signal.SIGCONT)
@@ -191,15 +187,20 @@ def _request_while_frozen(entry: Entry, server: VllmServer) -> None:
 def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutraliser) -> bool:
     """Provoke what the case asks for once the server is ready; True when the log was kept here already."""
     case = entry.case
-    _requests(server)
+    if case.action not in NO_REQUESTS:
+        _requests(server)
+    if case.action == "serve_tolerant":
+        tolerant_requests(entry, server)
+    if case.action == "serve_bad":
+        bad_requests(entry, server)
     if case.action == "serve_load":
         _load(server, LOAD_SECONDS)
         time.sleep(6)  # one more stats interval, so the last lines cover the load
     if case.action == "serve_refused":
-        entry.extra["refused_statuses"] = refused_requests(server.base_url, _model_name(server), server.arguments)
+        entry.extra["refused_statuses"] = refused_requests(server.base_url, model_name(server), server.arguments)
     if case.action == "freeze_server_request":
         _request_while_frozen(entry, server)
-    if case.action in ("serve", "serve_load", "serve_refused", "freeze_server_request"):
+    if case.action in KEPT_AFTER_READY:
         status, metrics = http_get(f"{server.base_url}/metrics")
         if status == 200:
             (out / f"{case.id}.metrics.txt").write_text(neutral(metrics))
@@ -214,6 +215,12 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         _signal_while_streaming(entry, server, *STREAMING_SIGNALS[case.action])
     elif case.action in SERVER_SIGNALS:
         server.process.send_signal(SERVER_SIGNALS[case.action])
+    elif case.action == "stop_sigterm_idle":
+        server.process.send_signal(signal.SIGTERM)
+    elif case.action == "stop_sigterm_engine_core_frozen":
+        stop_with_engine_core_frozen(entry, server)
+    elif case.action == "stop_sigterm_under_load":
+        stop_under_load(entry, server)
     elif case.action == "stop_sigterm_twice":
         server.process.send_signal(signal.SIGTERM)
         time.sleep(REPEAT_PAUSE)

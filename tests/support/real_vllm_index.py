@@ -47,6 +47,12 @@ Action = Literal[
     "freeze_server_request",  # reach ready, SIGSTOP the API server, send a request, SIGCONT it; keep the log
     "kill_engine_core_loading",  # SIGKILL the VLLM::EngineCore process once the worker starts to load the model
     "term_worker_streaming",  # reach ready, then SIGTERM the VLLM::Worker during a long stream
+    "term_engine_core",  # reach ready, then SIGTERM the VLLM::EngineCore process
+    "serve_tolerant",  # reach ready, a completion and a chat request whatever their answers; keep the log
+    "serve_bad",  # as serve, then requests refused for their content (bad sampling values, schemas, JSON)
+    "stop_sigterm_idle",  # reach ready, then SIGTERM the API server at once (no request)
+    "stop_sigterm_engine_core_frozen",  # reach ready, SIGSTOP the VLLM::EngineCore, then SIGTERM the API server
+    "stop_sigterm_under_load",  # reach ready, then SIGTERM the API server while four long completions run
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -99,6 +105,19 @@ STEPS: dict[str, str] = {
     "the process titled VLLM::EngineCore>",
     "term_worker_streaming": "after /health answers 200 and two requests: start a streamed completion of 1000 "
     "tokens; once its first tokens arrive: kill -TERM <pid of the process titled VLLM::Worker>",
+    "term_engine_core": "after /health answers 200 and two requests: kill -TERM <pid of the process titled "
+    "VLLM::EngineCore>",
+    "serve_tolerant": "run the command; after /health answers 200, a greedy completion and a chat request (their "
+    "statuses recorded, whatever they are); the log as it stood then (the server was stopped with SIGTERM "
+    "afterwards)",
+    "serve_bad": "as serve, then chat requests refused for their content: n 0, temperature -1, tool_choice "
+    "required without tools, an invalid JSON schema, a regex that does not compile, role 'wizard', a body that is "
+    "not JSON; the log as it stood then",
+    "stop_sigterm_idle": "after /health answers 200 (no request sent): kill -TERM <pid of the API server>",
+    "stop_sigterm_engine_core_frozen": "after /health answers 200 and two requests: kill -STOP <pid of the process "
+    "titled VLLM::EngineCore>; 5 s later kill -TERM <pid of the API server> (the engine core left stopped)",
+    "stop_sigterm_under_load": "after /health answers 200 and two requests: four clients each ask a 900-token "
+    "completion; 3 s later kill -TERM <pid of the API server>",
 }
 DEFINITION = (
     "id",

@@ -68,10 +68,16 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     _tensor_variants(copy)
     _config_value_variants(copy, edit_config)
     _file_set_variants(copy)
+    _template_and_config_variants(copy, edit_config)
+    _weights_layout_variants(copy)
     (root / "model-symlink-loop").symlink_to(root / "model-symlink-loop")  # resolving it never ends
     drafter = root / "drafter-no-weights"
     shutil.copytree(engine.drafter, drafter)
     (drafter / "model.safetensors").unlink()
+    drafter = root / "drafter-config-corrupt"
+    shutil.copytree(engine.drafter, drafter)
+    config = drafter / "config.json"
+    config.write_text(config.read_text()[: config.stat().st_size // 2])  # cut mid-object: not valid JSON
     return {
         "target": str(engine.model),
         "drafter": str(engine.drafter),
@@ -180,6 +186,56 @@ def _tensor_variants(copy: Callable[[str], Path]) -> None:
     raw = weights.read_bytes()
     (length,) = struct.unpack("<Q", raw[:8])
     weights.write_bytes(raw[:8] + b"\x07not json" * (length // 9) + b"}" * (length % 9) + raw[8 + length :])
+
+
+def _template_and_config_variants(copy: Callable[[str], Path], edit_config: Callable[..., None]) -> None:
+    """Copies whose chat template is not valid Jinja, whose generation config holds values of the wrong type, whose
+    config names 3 key-value heads for 4 attention heads, has no architectures list, or gives rope_theta as words."""
+    tokenizer = copy("chat-template-broken-jinja") / "tokenizer_config.json"
+    settings = json.loads(tokenizer.read_text())
+    settings["chat_template"] = "{% for message in messages %}{{ message['content'] }{% endfor"  # unclosed tags
+    tokenizer.write_text(json.dumps(settings, indent=2))
+    generation = copy("generation-config-wrong-types") / "generation_config.json"
+    values = json.loads(generation.read_text())
+    values.update(temperature="hot", top_p=[0.9], max_new_tokens="many")
+    generation.write_text(json.dumps(values, indent=2))
+    edit_config(copy("kv-heads-three"), num_key_value_heads=3)  # 4 attention heads; the weights keep 2 KV heads
+    edit_config(copy("rope-theta-text"), rope_theta="ten thousand")
+    directory = copy("architectures-missing")
+    config = json.loads((directory / "config.json").read_text())
+    del config["architectures"]
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+
+
+def _weights_layout_variants(copy: Callable[[str], Path]) -> None:
+    """Copies whose weights hold a tensor of a fifth layer the config does not have, whose one-shard index is cut in
+    half, whose layer-0 q_proj tensor is stored as float32 (the others stay bfloat16), or whose weights file is
+    empty."""
+    weights = copy("extra-layer-tensor") / "model.safetensors"
+    header, data = _read_safetensors(weights)
+    source = header["model.layers.3.mlp.up_proj.weight"]
+    start, end = cast(list[int], source["data_offsets"])
+    header["model.layers.4.mlp.up_proj.weight"] = {**source, "data_offsets": [len(data), len(data) + end - start]}
+    _write_safetensors(weights, header, data + data[start:end])
+    sharded = copy("index-json-corrupt")
+    (sharded / "model.safetensors").rename(sharded / "model-00001-of-00001.safetensors")
+    header, _ = _read_safetensors(sharded / "model-00001-of-00001.safetensors")
+    weight_map = {name: "model-00001-of-00001.safetensors" for name in header if name != "__metadata__"}
+    text = json.dumps({"metadata": {}, "weight_map": weight_map}, indent=2)
+    (sharded / "model.safetensors.index.json").write_text(text[: len(text) // 2])  # cut mid-object
+    weights = copy("tensor-float32-mixed") / "model.safetensors"
+    header, data = _read_safetensors(weights)
+    name = "model.layers.0.self_attn.q_proj.weight"
+    start, end = cast(list[int], header[name]["data_offsets"])
+    widened = b"".join(b"\0\0" + data[at : at + 2] for at in range(start, end, 2))  # bfloat16 -> float32 exactly
+    growth = len(widened) - (end - start)
+    for tensor_name, tensor in header.items():
+        if tensor_name != "__metadata__" and cast(list[int], tensor["data_offsets"])[0] >= end:
+            first, last = cast(list[int], tensor["data_offsets"])
+            tensor["data_offsets"] = [first + growth, last + growth]
+    header[name] = {**header[name], "dtype": "F32", "data_offsets": [start, start + len(widened)]}
+    _write_safetensors(weights, header, data[:start] + widened + data[end:])
+    (copy("weights-file-empty") / "model.safetensors").write_bytes(b"")  # a 0-byte weights file
 
 
 class Neutraliser:
