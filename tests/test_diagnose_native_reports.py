@@ -102,3 +102,39 @@ def test_an_operator_the_npus_operator_store_lacks_is_the_devices_generation() -
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "unsupported_arch", diagnosis.why
     assert diagnosis.key_line is not None and "GatherV3" in diagnosis.key_line
+
+
+def test_kernels_built_for_another_npu_model_are_the_devices_generation() -> None:
+    text = (
+        "INFO 06-01 09:00:00 [worker.py:1] Loading model weights took 2.0 GB\n"
+        "[ERROR] RUNTIME(4120,python3):2025-06-01-09:00:05 the socversion Ascend910B3 of bin package does not match "
+        "the current device socversion Ascend310P1.\n"
+    )
+    assert rules_alone(text).diagnosis_class == "unsupported_arch"
+
+
+def test_the_allocators_failed_nvml_assert_is_the_allocation_that_failed() -> None:
+    text = (
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 9, in '
+        "load_weights\n"
+        'RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "/pytorch/c10/cuda/CUDACachingAllocator.cpp":1131, '
+        "please report a bug to PyTorch.\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "cuda_oom", diagnosis.why
+
+
+def test_a_qualified_exception_class_in_lower_camel_case_is_an_exception_and_kv_transfer_is_not_nccl() -> None:
+    text = (
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+        "Traceback (most recent call last):\n"
+        '  File "/opt/vllm/vllm/distributed/kv_transfer/kv_connector/v1/mooncake_connector.py", line 90, in '
+        "register_kv_caches\n"
+        '  File "/usr/lib/python3.12/site-packages/mooncake/engine.py", line 12, in register_memory\n'
+        "mooncake._bindings.transferEngineError: TRANSFER_ERR_REGISTER\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.type == "mooncake._bindings.transferEngineError"
+    assert diagnosis.diagnosis_class == "unknown", diagnosis.why  # neither NCCL nor the cache's size

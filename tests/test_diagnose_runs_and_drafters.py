@@ -122,3 +122,67 @@ def test_an_error_deep_inside_building_the_model_from_its_configuration_is_the_c
     assert diagnosis.diagnosis_class == "model_load_error", diagnosis.why
     shallow = text.replace("initialize_model", "run_once")
     assert rules_alone(shallow).diagnosis_class == "unknown"  # nothing says the model was being built
+
+
+def test_the_http_servers_shutdown_shows_a_server_that_was_up_even_without_its_ready_line() -> None:
+    text = (
+        "INFO 03-20 14:21:01 [launcher.py:74] Shutting down FastAPI HTTP server.\n"
+        "INFO:     Shutting down\n"
+        "INFO:     Waiting for application shutdown.\n"
+    )
+    assert rules_alone(text).diagnosis_class == "stopped"
+    executor_only = "INFO 03-20 14:21:01 [multiproc_executor.py:4] [shutdown] Executor: waiting for worker exit\n"
+    assert rules_alone(executor_only).diagnosis_class != "stopped"  # the executor stops when start-up fails too
+
+
+def test_a_death_reported_after_an_offline_run_processed_every_prompt_is_its_teardown() -> None:
+    done = (
+        "INFO 01-07 20:00:58 [llm.py:295] Supported_tasks: ['generate']\n"
+        "Processed prompts: 100%|██████████| 8/8 [00:01<00:00,  6.10it/s, est. speed input: 40.1 toks/s]\n"
+        "Prompt: 'Hi', Generated text: ' there'\n"
+    )
+    died = (
+        "ERROR 01-07 20:01:00 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, shutting down\n"
+    )
+    assert rules_alone(done + died).diagnosis_class == "healthy"
+    unfinished = done.replace("100%", " 50%").replace("8/8", "4/8")
+    assert rules_alone(unfinished + died).diagnosis_class == "process_killed"
+    crashed = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/run.py", line 3, in main\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    assert rules_alone(done + crashed).diagnosis_class not in ("healthy", "loading", "stopped")
+
+
+def test_a_stall_notice_followed_by_a_start_up_milestone_was_slow_work_that_finished() -> None:
+    stalled = (
+        "(Worker pid=9) INFO 04-15 13:41:24 [cpu_model_runner.py:116] Warming up model for the compilation...\n"
+        "(EngineCore pid=7) INFO 04-15 13:42:25 [shm_broadcast.py:681] No available shared memory broadcast block "
+        "found in 60 seconds. This typically happens when some processes are hanging.\n"
+    )
+    went_on = "(Worker pid=9) INFO 04-15 13:43:42 [monitor.py:76] Initial profiling/warmup run took 107.62 s\n"
+    assert rules_alone(stalled).diagnosis_class == "nccl_hang"
+    assert rules_alone(stalled + went_on).diagnosis_class == "loading"
+
+
+def test_sglangs_own_report_of_a_failed_piecewise_cuda_graph_names_its_remedy() -> None:
+    text = (
+        "[2026-05-22 04:54:32 TP0] Piecewise CUDA Graph failed with error: Tensor match failed for Tensor<8>\n"
+        "To work around this error, add --disable-piecewise-cuda-graph to your launch command.\n"
+        "[2026-05-22 04:54:32 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 3811, in run_scheduler_process\n'
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "cuda_graph_capture_failure", diagnosis.why
+    assert diagnosis.remedies[0].id == "disable_piecewise_cuda_graph"
+
+
+def test_the_engines_own_kv_pool_accounting_check_is_a_bug_not_a_memory_shortfall() -> None:
+    text = (
+        "[2026-01-05 10:20:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 900, in check_memory\n'
+        "ValueError: token_to_kv_pool_allocator memory leak detected! available_size=100, size=4096\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "unknown" and diagnosis.confidence >= 0.5, diagnosis.why

@@ -64,7 +64,7 @@ _TABLE: list[tuple[Component, str, str]] = [
     (
         "distributed",
         # torch's launcher (torchrun, elastic) lives under torch/distributed/ too; it only reports its children.
-        r"/distributed/(?!run\.py|elastic/|launcher/)|pynccl|pyhccl|parallel_state|device_communicators|custom_all_reduce"
+        r"/distributed/(?!run\.py|elastic/|launcher/|kv_transfer/)|pynccl|pyhccl|parallel_state|device_communicators|custom_all_reduce"
         r"|libnccl|ProcessGroupNCCL|c10d",
         r"nccl|all_reduce|allreduce|all_gather|broadcast|recv_object|send_object|init_process_group"
         r"|ProcessGroupNCCL|Watchdog",
@@ -90,11 +90,12 @@ _TABLE: list[tuple[Component, str, str]] = [
     ),
     # The engine's own checks of its arguments and of their combination (vLLM's EngineArgs and config
     # classes, SGLang's ServerArgs) ...
-    # ... and of the environment variables they read (vLLM's envs.py, its parsers of *_ENV settings).
+    # ... and of the environment variables they read (vLLM's envs.py, its parsers of *_ENV settings), and the
+    # configuration of its logging from them (a level or a configuration file the settings name).
     (
         "engine_args",
         r"arg_utils|server_args|vllm/config(?:\.py|/)|/argparse\.py|vllm/envs\.py",
-        r"^_?parse\w*_env(?:_\w+)?$",
+        r"^(?:_?parse\w*_env(?:_\w+)?|_?configure\w*_logg\w*|dictConfig|fileConfig|configure_handler|_checkLevel)$",
     ),
     # The engine's own warm-up once the model is loaded (vLLM's kernel warm-up and its CPU runner's warming_up_model,
     # SGLang's warm-up request).

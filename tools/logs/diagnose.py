@@ -31,6 +31,7 @@ from tools.logs.combine import combine
 from tools.logs.components import failing_component
 from tools.logs.crash_rules import silent_death_evidence
 from tools.logs.decide import Decision, decide
+from tools.logs.endings import operator_stop, supervisor_exit
 from tools.logs.events import ErrorEvent, LogEvents, parse_events
 from tools.logs.evidence import (
     Evidence,
@@ -46,7 +47,7 @@ from tools.logs.hints import engine_hints
 from tools.logs.kernel import kernel_evidence
 from tools.logs.learned import LearnedModel, load_model
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
-from tools.logs.lifecycle import no_failure_decision, operator_stop, supervisor_exit
+from tools.logs.lifecycle import no_failure_decision
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import last_phase
 from tools.logs.request_errors import (
@@ -56,7 +57,14 @@ from tools.logs.request_errors import (
     without,
 )
 from tools.logs.root_rules import hint_evidence, root_evidence
-from tools.logs.signals import detect_engine, last_progress, last_ready, low_acceptance, ready_after_failed_warmup
+from tools.logs.signals import (
+    detect_engine,
+    last_progress,
+    last_ready,
+    low_acceptance,
+    offline_batch_done,
+    ready_after_failed_warmup,
+)
 from tools.logs.window import LogWindow, read_window
 
 __all__ = ["Alternative", "Diagnoser", "Diagnosis", "DiagnosisHints", "Remedy", "diagnose_file", "diagnose_text"]
@@ -205,6 +213,8 @@ class Diagnoser:
         events = without(events, failed_requests)
         root = root_cause(events, start, window.lines)
         stop = operator_stop(window, ready)
+        if stop is None:  # an offline run that finished its prompts: what its teardown reports is no failure
+            stop = offline_batch_done(window, [event.first_index for event in events.real()])
         if stop is not None and root is not None and root.first_index > stop:
             root = None
         found = [

@@ -15,9 +15,9 @@ from typing import Literal
 from tools.logs.components import failing_component
 from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.library import DiagnosisClass, Signature, SignatureLibrary
-from tools.logs.phase import Phase
+from tools.logs.phase import Phase, last_phase
 from tools.logs.prefixes import split_line
-from tools.logs.signals import KERNEL_BUILD_LINE
+from tools.logs.signals import KERNEL_BUILD_LINE, last_match
 from tools.logs.window import LogWindow
 
 LAST_LINES = 30
@@ -104,7 +104,9 @@ def signature_evidence(
         if not indexes:
             continue
         index = min(indexes)
-        if signature.yields_to_kernel_build and _first_notice_during_build(signature, window, index):
+        if signature.yields_to_kernel_build and (
+            _first_notice_during_build(signature, window, index) or _start_up_went_on(signature, window, library)
+        ):
             continue
         current = best.get(signature.diagnosis_class)
         if current is None:
@@ -139,6 +141,16 @@ def _first_notice_during_build(signature: Signature, window: LogWindow, index: i
         return False
     before = window.lines[max(0, index - BUILD_LOOKBACK_LINES) : index]
     return any(KERNEL_BUILD_LINE.search(line) for line in before)
+
+
+def _start_up_went_on(signature: Signature, window: LogWindow, library: SignatureLibrary) -> bool:
+    """A start-up milestone follows the last of these notices: the slow work they waited for finished."""
+    last_notice = max(
+        (window.line_index_at(match.start()) for regex in signature.regexes if (match := last_match(window, regex))),
+        default=None,
+    )
+    milestone = last_phase(window, library).index
+    return last_notice is not None and milestone is not None and milestone > last_notice
 
 
 def stack_evidence(events: LogEvents, start_line: int, library: SignatureLibrary) -> list[Evidence]:

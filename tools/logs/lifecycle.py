@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 
-from tools.hosts.supervise import LOG_PREFIX
 from tools.logs.calibration import Calibration
 from tools.logs.decide import Decision
+from tools.logs.endings import orderly_shutdown
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.models import Alternative, DiagnosisHints
 from tools.logs.phase import last_phase
@@ -34,10 +34,6 @@ from tools.logs.root_rules import phase_lead
 from tools.logs.signals import KERNEL_BUILD_LINE, last_progress
 from tools.logs.window import LogWindow
 
-# Written by tools/hosts/supervise.py (``describe_exit``) when the process it runs ends.
-_SUPERVISOR_EXIT = re.compile(
-    re.escape(LOG_PREFIX) + r" process \d+ (?:exited with code (?P<code>-?\d+)|killed by \w+ \((?P<signal>\d+)\))"
-)
 # Several ranks take part: a parallel size above 1 in the configuration dump, or a rank above 0 speaking.
 _SEVERAL_RANKS = re.compile(
     r"(?:tensor_parallel_size|tp_size|pipeline_parallel_size|pp_size|world_size)['\"]?[=:] ?(?:[2-9]|[1-9]\d)"
@@ -45,19 +41,6 @@ _SEVERAL_RANKS = re.compile(
     r"|\(RayWorkerWrapper pid=|\(VllmWorkerProcess pid=|Worker_TP[1-9]"
     r"|\bTP[1-9]\d*\b|\brank[= ][1-9]\d*\b|\bRANK [1-9]|\bDP[1-9]\d* TP\d"
 )
-# The engine saying it received an operator's interrupt or termination signal. A debugger's "received signal
-# SIGINT, Interrupt." is the operator pausing a live process to read its stack, not stopping it.
-_OPERATOR_SIGNAL = re.compile(
-    r"received signal=?\s*SIG(?:INT(?!, Interrupt\.)|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
-    r"|\^C|(?<!raise )KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
-)
-# The engine's own process manager signalling its children as it tears down after a failure: a child's "received
-# signal=SIGTERM" that follows is that teardown, not an operator's stop, unless the server's own signal handler
-# reported a stop first.
-_SELF_SENT = re.compile(r"send sig(?:term|int) to process")
-_SERVER_TRIGGER = re.compile(r"shutdown triggered")
-# Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
-_SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated")
 # Python's multiprocessing resource tracker, left behind when the processes it served end without cleaning up.
 _EXIT_CLEANUP = re.compile(r"resource_tracker: There appear to be \d+ leaked")
 _CLEANUP_LINES = 4
@@ -312,58 +295,6 @@ def _vanished(window: LogWindow) -> int | None:
         (index for index in range(max(last - _CLEANUP_LINES, 0), last) if _EXIT_CLEANUP.search(window.lines[index])),
         None,
     )
-
-
-def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
-    """Index of the first shutdown line or operator's signal after the ready line; before ready, of the first
-    operator's signal (the operator ended the start-up); None when there is neither."""
-    if ready is None:
-        return _first_signal(window, 0)
-    signalled = _first_signal(window, ready + 1)
-    for index in range(ready + 1, len(window.lines) if signalled is None else signalled):
-        if any(shutdown.regex.search(window.lines[index]) for shutdown in library.shutdown):
-            return index
-    return signalled
-
-
-def operator_stop(window: LogWindow, ready: int | None) -> int | None:
-    """The first line after ``ready`` where the engine reports an operator's interrupt or termination signal;
-    None before ready or without one. What the engine reports after it (children ended by the same signal,
-    requests cut off) is the stop's consequence, not a failure."""
-    return None if ready is None else _first_signal(window, ready + 1)
-
-
-def _first_signal(window: LogWindow, start: int) -> int | None:
-    """The first line from ``start`` on that reports an operator's signal (one search over the text)."""
-    if start >= len(window.lines):
-        return None
-    for candidate in _SIGNAL_WORDS.finditer(window.text, window.text_start_of(start)):
-        index = window.line_index_at(candidate.start())
-        if _OPERATOR_SIGNAL.search(window.lines[index]) and not _self_sent(window, start, index):
-            return index
-    return None
-
-
-def _self_sent(window: LogWindow, start: int, index: int) -> bool:
-    """The engine's own teardown sent the signal a child reports receiving at ``index`` (see ``_SELF_SENT``); an
-    interrupt the process itself raises (``KeyboardInterrupt``) is the operator's."""
-    if "received signal" not in window.lines[index]:
-        return False
-    begin, end = window.text_start_of(start), window.text_start_of(index)
-    return (
-        _SELF_SENT.search(window.text, begin, end) is not None
-        and _SERVER_TRIGGER.search(window.text, begin, end) is None
-    )
-
-
-def supervisor_exit(window: LogWindow) -> int | None:
-    """The exit code the agent's process supervisor wrote as the log's last words (negative: the signal), or
-    None when the log has no such line (a log of a process started some other way, or still running)."""
-    for line in reversed(window.lines[-5:]):
-        match = _SUPERVISOR_EXIT.search(line)
-        if match is not None:
-            return int(match.group("code")) if match.group("code") else -int(match.group("signal"))
-    return None
 
 
 def _last_collective_talk(window: LogWindow) -> int | None:

@@ -30,6 +30,12 @@ _PARALLEL_SETTING = re.compile(
 # A size check: the parallel size (or a block or batch size) does not divide the model's dimensions. Whichever
 # code checks it (often the distributed layer splitting the model), it is the setting to change.
 _DIVISIBILITY = re.compile(r"\b(?:is not|must be|should be) (?:evenly )?divisible by\b")
+# Two of the model's own dimensions that do not divide (3 KV heads for 4 attention heads): the checkpoint's
+# configuration is inconsistent, whatever the engine's settings.
+_DIMENSION = r"(?:num_(?:attention_|key_value_|kv_)?heads|hidden_size|head_(?:dim|size)|intermediate_size|num_experts)"
+_DIMENSIONS_DISAGREE = re.compile(
+    rf"\b{_DIMENSION}\W*(?:\(\d+\)|\d+)? (?:is not|must be|should be) (?:evenly )?divisible by {_DIMENSION}\b"
+)
 # The GPU itself named (not "architecture", which also names a model's architecture).
 _GPU_NAMED = re.compile(
     r"compute capability|\bsm[_ ]?\d{2,3}\b|this GPU|GPUs? (?:is|are) not supported|device is not supported"
@@ -74,7 +80,8 @@ def refusal_kind(root: ErrorEvent, window: LogWindow, component: str | None) -> 
     if refused and _GPU_NAMED.search(message):
         return "gpu_generation"
     parallel = refused and _PARALLEL_SETTING.search(message) and not GPU_GENERATION.search(message)
-    if parallel or _VALID_CHOICES.search(message) or _DIVISIBILITY.search(message):
+    divisibility = _DIVISIBILITY.search(message) and not _DIMENSIONS_DISAGREE.search(message)
+    if parallel or _VALID_CHOICES.search(message) or divisibility:
         return "setting"
     if component == "speculative" or attention_backend_refusal(root):
         return None
@@ -101,6 +108,11 @@ def _given_value_refused(message: str, window: LogWindow) -> bool:
         if _ARGUMENT_DUMP.search(line) and any(value.search(line) for value in as_values):
             return True
     return False
+
+
+def dimensions_disagree(message: str) -> bool:
+    """Two of the model's own dimensions that do not divide, as the message names them."""
+    return _DIMENSIONS_DISAGREE.search(message) is not None
 
 
 def attention_backend_refusal(root: ErrorEvent) -> bool:

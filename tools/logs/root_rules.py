@@ -38,7 +38,7 @@ from tools.logs.events import ErrorEvent
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.phase import Phase, last_phase
-from tools.logs.refusals import GPU_GENERATION, attention_backend_refusal, refusal_kind
+from tools.logs.refusals import GPU_GENERATION, attention_backend_refusal, dimensions_disagree, refusal_kind
 from tools.logs.window import LogWindow
 
 COMPONENT_PRIORITY = 65
@@ -107,6 +107,15 @@ _SPECULATIVE_CONTEXT = re.compile(
     r"|eagle\w*_proposer|num_speculative_tokens['\"]?[=:] ?\d"
 )
 _SPECULATIVE_SCAN_CHARS = 4 * 1024 * 1024
+# The drafter's path as the engines print their settings (vLLM's speculative_config, SGLang's ServerArgs, the
+# command line).
+_DRAFTER_PATH = re.compile(
+    r"'speculative_config': \{[^}]*?'model': '(?P<vllm>[^']+)'|speculative_draft_model_path='(?P<sglang>[^']+)'"
+    r"|speculative_model='(?P<old>[^']+)'|--speculative[-_](?:draft[-_]model[-_]path|model)[= ](?P<flag>[^\s'\"]+)"
+)
+_ARGUMENT_LINES = 400  # the engines print their settings near the top of the log
+_DRAFTER_PATH_LINES = 60  # before and after the root cause, where the engine names the file it could not use
+_FILE_ERROR = re.compile(r"[Ee]rror|not a valid|not found|does not exist|[Nn]o such file|[Cc]annot|[Cc]ould not")
 # A crash in native code is explained by the component only where that component runs native code
 # that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
 _CRASH_COMPONENTS = ("cuda_graph", "distributed")
@@ -195,6 +204,16 @@ def _layer_without_weight(root: ErrorEvent) -> str | None:
     return match.group("attribute") if match else None
 
 
+def _drafter_file_failed(root: ErrorEvent, window: LogWindow) -> bool:
+    """An error around the root cause names the drafter's path: the file the engine could not use is the drafter's."""
+    head = "\n".join(window.lines[:_ARGUMENT_LINES])
+    paths = {path.rstrip("/") for match in _DRAFTER_PATH.finditer(head) for path in match.groups() if path}
+    if not paths:
+        return False
+    around = window.lines[max(root.first_index - _DRAFTER_PATH_LINES, 0) : root.index + _DRAFTER_PATH_LINES]
+    return any(path in line and _FILE_ERROR.search(line) for line in around for path in paths)
+
+
 def speculative_in_use(window: LogWindow) -> bool:
     """The log shows speculative decoding configured or running (its head, bounded, and its tail)."""
     text = window.text
@@ -268,6 +287,13 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
         add("config_error", SPECIFIC_PRIORITY, 0.7, "a check refused a setting's value (an option to change)")
     elif refusal == "given_setting":
         add("config_error", GIVEN_SETTING_PRIORITY, 0.75, "a check refused a value the operator gave as an argument")
+    if root.kind != "crash" and dimensions_disagree(root.message):
+        add(
+            "model_load_error",
+            SPECIFIC_PRIORITY,
+            0.7,
+            "two of the model's own dimensions do not divide (its configuration)",
+        )
     if root.kind != "crash" and _kernel_build_failure(root):
         add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
     if refusal is None and root.kind != "crash" and attention_backend_refusal(root):
@@ -284,6 +310,9 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             0.8,
             "a model that cannot be found while the speculative configuration is built: the drafter's path",
         )
+    if _drafter_file_failed(root, window):
+        why = "the file the engine could not use is the drafter's (its path is the speculative configuration's model)"
+        add("spec_decode_problem", SPECULATIVE_MISMATCH_PRIORITY, 0.75, why)
     refused_architectures = _REFUSED_ARCHITECTURES.search(root.message)
     if refused_architectures is not None and _DRAFTER_ARCHITECTURE.search(refused_architectures.group("names")):
         add(

@@ -106,3 +106,18 @@ def low_acceptance(window: LogWindow) -> tuple[int, float] | None:
         return None
     mean = sum(value for _, value, _ in recent) / len(recent)
     return (recent[-1][0], mean) if mean < LOW_ACCEPT_LENGTH else None
+
+
+# An offline batch's progress bar at its end: every prompt processed ("Processed prompts: 100%|...| 4/4 [...]").
+_OFFLINE_DONE = re.compile(r"Processed prompts: 100%\|[^|\n]*\| (?P<done>\d+)/(?P=done) ")
+
+
+def offline_batch_done(window: LogWindow, error_lines: list[int]) -> int | None:
+    """The line where an offline run finished its last batch when no error with a traceback or exception line
+    (``error_lines``) follows it: what the engine reports afterwards (a worker "died" as the interpreter tears the
+    processes down) is the end of a run that did its work."""
+    done = last_match(window, _OFFLINE_DONE)
+    if done is None:
+        return None
+    index = window.line_index_at(done.start())
+    return None if any(line > index for line in error_lines) else index

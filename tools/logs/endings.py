@@ -1,0 +1,108 @@
+"""How a run ended, as its log tells: an operator's interrupt or termination signal, an orderly shutdown of the
+HTTP server, or the exit line the agent's process supervisor writes.
+
+An operator's signal is one the engine reports receiving, unless the engine's own teardown sent it (its process
+manager signalling its children) or only a child reports it while the server never started a shutdown (the child
+was signalled alone, from outside). Without a ready line in the window, the HTTP server's own shutdown still shows a
+server that was up.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tools.hosts.supervise import LOG_PREFIX
+from tools.logs.library import SignatureLibrary
+from tools.logs.prefixes import split_line
+from tools.logs.window import LogWindow
+
+# Written by tools/hosts/supervise.py (``describe_exit``) when the process it runs ends.
+_SUPERVISOR_EXIT = re.compile(
+    re.escape(LOG_PREFIX) + r" process \d+ (?:exited with code (?P<code>-?\d+)|killed by \w+ \((?P<signal>\d+)\))"
+)
+# The engine saying it received an operator's interrupt or termination signal. A debugger's "received signal
+# SIGINT, Interrupt." is the operator pausing a live process to read its stack, not stopping it.
+_OPERATOR_SIGNAL = re.compile(
+    r"received signal=?\s*SIG(?:INT(?!, Interrupt\.)|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
+    r"|\^C|(?<!raise )KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
+)
+# The HTTP server's own shutdown (vLLM's launcher, uvicorn): a server that was up, even where the excerpt begins later.
+_SERVER_SHUTDOWN = re.compile(
+    r"Shutting down FastAPI HTTP server|Waiting for application shutdown|Application shutdown complete"
+    r"|Finished server process \[|Waiting for connections to close"
+)
+# The engine's own process manager signalling its children as it tears down after a failure: a child's "received
+# signal=SIGTERM" that follows is that teardown, not an operator's stop, unless the server's own signal handler
+# reported a stop first.
+_SELF_SENT = re.compile(r"send sig(?:term|int) to process")
+_SERVER_TRIGGER = re.compile(r"shutdown triggered")
+# Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
+_SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated")
+
+
+def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
+    """Index of the first shutdown line or operator's signal after the ready line (None when there is neither).
+    Without a ready line the excerpt may begin after it: the HTTP server's shutdown then shows a server that was up;
+    an operator's signal before it ended the start-up."""
+    start = 0 if ready is None else ready + 1
+    signalled = _first_signal(window, start)
+    for index in range(start, len(window.lines) if signalled is None else signalled):
+        line = window.lines[index]
+        if (ready is not None or _SERVER_SHUTDOWN.search(line)) and any(
+            shutdown.regex.search(line) for shutdown in library.shutdown
+        ):
+            return index
+    return signalled
+
+
+def operator_stop(window: LogWindow, ready: int | None) -> int | None:
+    """The first line after ``ready`` where the engine reports an operator's interrupt or termination signal;
+    None before ready or without one. What the engine reports after it (children ended by the same signal,
+    requests cut off) is the stop's consequence, not a failure."""
+    return None if ready is None else _first_signal(window, ready + 1)
+
+
+def _first_signal(window: LogWindow, start: int) -> int | None:
+    """The first line from ``start`` on that reports an operator's signal (one search over the text)."""
+    if start >= len(window.lines):
+        return None
+    for candidate in _SIGNAL_WORDS.finditer(window.text, window.text_start_of(start)):
+        index = window.line_index_at(candidate.start())
+        if (
+            _OPERATOR_SIGNAL.search(window.lines[index])
+            and not _self_sent(window, start, index)
+            and not _child_signalled_alone(window, index)
+        ):
+            return index
+    return None
+
+
+def _self_sent(window: LogWindow, start: int, index: int) -> bool:
+    """The engine's own teardown sent the signal a child reports receiving at ``index`` (see ``_SELF_SENT``); an
+    interrupt the process itself raises (``KeyboardInterrupt``) is the operator's."""
+    if "received signal" not in window.lines[index]:
+        return False
+    begin, end = window.text_start_of(start), window.text_start_of(index)
+    return (
+        _SELF_SENT.search(window.text, begin, end) is not None
+        and _SERVER_TRIGGER.search(window.text, begin, end) is None
+    )
+
+
+def _child_signalled_alone(window: LogWindow, index: int) -> bool:
+    """A child process (the engine core, a worker) reports the signal and the server never started a shutdown: the
+    child was signalled alone, from outside (an orchestrator, the OOM killer's helper), which is no stop of the
+    server."""
+    origin = split_line(window.lines[index]).origin or ""
+    child = "EngineCore" in origin or "Worker" in origin
+    return child and "received signal" in window.lines[index] and _SERVER_TRIGGER.search(window.text) is None
+
+
+def supervisor_exit(window: LogWindow) -> int | None:
+    """The exit code the agent's process supervisor wrote as the log's last words (negative: the signal), or
+    None when the log has no such line (a log of a process started some other way, or still running)."""
+    for line in reversed(window.lines[-5:]):
+        match = _SUPERVISOR_EXIT.search(line)
+        if match is not None:
+            return int(match.group("code")) if match.group("code") else -int(match.group("signal"))
+    return None
