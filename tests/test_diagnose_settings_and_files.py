@@ -93,3 +93,12 @@ def test_a_child_signalled_alone_while_the_server_never_stopped_is_killed_not_st
     assert rules_alone(ready + child + dead).diagnosis_class == "process_killed"
     stop = "(APIServer pid=3) INFO 05-01 10:05:00 [launcher.py:254] [shutdown] API server: shutdown triggered\n"
     assert rules_alone(ready + stop + child + dead).diagnosis_class == "stopped"
+
+
+def test_the_drafters_path_in_the_settings_dump_itself_is_no_file_error() -> None:
+    arguments = (
+        "(APIServer pid=3) INFO 05-01 10:00:01 [utils.py:1] non-default args: {'model': '/models/target', "
+        "'uvicorn_log_level': 'error', 'speculative_config': {'method': 'eagle3', 'model': '/models/drafter-b'}}\n"
+    )
+    refused = _traceback([("/opt/vllm/vllm/engine/arg_utils.py", "create_engine_config")], "ValueError: max_num_seqs 0")
+    assert rules_alone(refused.replace(STARTED, STARTED + arguments)).diagnosis_class == "config_error"

@@ -211,7 +211,9 @@ def _drafter_file_failed(root: ErrorEvent, window: LogWindow) -> bool:
     if not paths:
         return False
     around = window.lines[max(root.first_index - _DRAFTER_PATH_LINES, 0) : root.index + _DRAFTER_PATH_LINES]
-    return any(path in line and _FILE_ERROR.search(line) for line in around for path in paths)
+    # The settings' own lines name the path too (and may hold words such as 'error' as values): not a failure.
+    failures = [line for line in around if _FILE_ERROR.search(line) and not _DRAFTER_PATH.search(line)]
+    return any(path in line for line in failures for path in paths)
 
 
 def speculative_in_use(window: LogWindow) -> bool:
