@@ -6,7 +6,9 @@ empty learned model) so that the checks show what the rules decide.
 
 from __future__ import annotations
 
+from tools.logs.components import frame_component
 from tools.logs.diagnose import Diagnosis, DiagnosisHints, diagnose_text
+from tools.logs.frames import Frame
 from tools.logs.learned import LearnedModel
 from tools.logs.prefixes import split_line
 
@@ -138,3 +140,10 @@ def test_a_qualified_exception_class_in_lower_camel_case_is_an_exception_and_kv_
     diagnosis = rules_alone(text)
     assert diagnosis.root_cause is not None and diagnosis.root_cause.type == "mooncake._bindings.transferEngineError"
     assert diagnosis.diagnosis_class == "unknown", diagnosis.why  # neither NCCL nor the cache's size
+
+
+def test_vllms_model_executor_is_the_models_code_not_the_scheduler() -> None:
+    model_code = Frame("/opt/vllm/vllm/model_executor/models/llama.py", 40, "forward")
+    assert frame_component(model_code) == "model"
+    executor = Frame("/opt/vllm/vllm/v1/executor/multiproc_executor.py", 90, "collective_rpc")
+    assert frame_component(executor) == "scheduler"

@@ -108,7 +108,11 @@ _TABLE: list[tuple[Component, str, str]] = [
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
     ("compile", r"torch/_dynamo|torch/_inductor|/compilation/", r"^$"),
     ("sampling", r"sampl|penaltylib|logits_processor", r"^$"),
-    ("scheduler", r"managers/scheduler|/core/sched|v1/engine/core\.py|tp_worker|model_runner|executor", r"^$"),
+    (
+        "scheduler",
+        r"managers/scheduler|/core/sched|v1/engine/core\.py|tp_worker|model_runner|(?<!model_)executor",
+        r"^$",
+    ),
     ("model", r"/models/", r"^forward$"),
 ]
 _COMPILED = [(name, re.compile(path), re.compile(function)) for name, path, function in _TABLE]
