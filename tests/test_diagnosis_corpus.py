@@ -79,8 +79,8 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert parts["tune"]["healthy_flagged"] == len(flagged)
     if "real_vllm" in parts:
         assert parts["real_vllm"]["accuracy"] >= 0.9, parts["real_vllm"]
-    # Blind sets 17 to 28 of real vLLM cases provoked blind (their first measurements: tests/test_real_vllm_logs.py).
-    assert parts["real_vllm_blind"]["count"] == 180 and parts["real_vllm_blind"]["accuracy"] >= 0.8
+    # Blind sets 17 to 30 of real vLLM cases provoked blind (their first measurements: tests/test_real_vllm_logs.py).
+    assert parts["real_vllm_blind"]["count"] == 207 and parts["real_vllm_blind"]["accuracy"] >= 0.8
     total = sum(part["count"] for part in parts.values())
     assert total >= 80
     # The blind sets keep the record of their first measurement, made before any rule was written from them.

@@ -27,9 +27,14 @@ from pathlib import Path
 
 from support.real_engine import DEFAULT_ENGINE_ENVIRONMENT, RealEngine, VllmServer, http_get, http_post_json, prepare
 from support.real_vllm_actions import (
+    MARKERS,
+    TWICE,
     bad_requests,
     chat,
+    freeze_server_while_loading,
     model_name,
+    odd_requests,
+    second_server,
     stop_under_load,
     stop_with_engine_core_frozen,
     tolerant_requests,
@@ -51,6 +56,7 @@ KILLS = {
     "term_worker": ("VLLM::Worker", signal.SIGTERM),
     "usr1_engine_core": ("VLLM::EngineCore", signal.SIGUSR1),
     "term_engine_core": ("VLLM::EngineCore", signal.SIGTERM),
+    "hangup_engine_core": ("VLLM::EngineCore", signal.SIGHUP),
 }
 SERVER_SIGNALS = {
     "kill_server": signal.SIGKILL,
@@ -66,6 +72,10 @@ WHILE_LOADING = {
     "abort_engine_core_loading": ("VLLM::EngineCore", signal.SIGABRT),
     "stop_sigint_loading": ("", signal.SIGINT),
     "kill_engine_core_loading": ("VLLM::EngineCore", signal.SIGKILL),
+    "term_engine_core_loading": ("VLLM::EngineCore", signal.SIGTERM),
+    "stop_sigterm_args": ("", signal.SIGTERM),
+    "stop_sigterm_weights_loaded": ("", signal.SIGTERM),
+    "kill_worker_compiling": ("VLLM::Worker", signal.SIGKILL),
 }
 # action -> (title of the process to signal, the signal) once a long stream runs; an empty title means the API server
 STREAMING_SIGNALS = {
@@ -82,6 +92,7 @@ REPEAT_PAUSE = 0.5  # between the two SIGTERMs of stop_sigterm_twice
 SERVER_FROZEN_SECONDS = 10.0
 NO_REQUESTS = ("serve_tolerant", "stop_sigterm_idle")  # actions that send no plain requests first
 KEPT_AFTER_READY = ("serve", "serve_load", "serve_refused", "freeze_server_request", "serve_tolerant", "serve_bad")
+KEPT_AFTER_READY += ("serve_odd", "freeze_server_loading")
 
 
 def _headers(server: VllmServer) -> dict[str, str]:
@@ -200,6 +211,10 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         entry.extra["refused_statuses"] = refused_requests(server.base_url, model_name(server), server.arguments)
     if case.action == "freeze_server_request":
         _request_while_frozen(entry, server)
+    if case.action == "serve_odd":
+        odd_requests(entry, server)
+    if case.action == "second_server_same_port":
+        return second_server(entry, server, out / entry.log_file, neutral)
     if case.action in KEPT_AFTER_READY:
         status, metrics = http_get(f"{server.base_url}/metrics")
         if status == 200:
@@ -221,11 +236,11 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
         stop_with_engine_core_frozen(entry, server)
     elif case.action == "stop_sigterm_under_load":
         stop_under_load(entry, server)
-    elif case.action == "stop_sigterm_twice":
-        server.process.send_signal(signal.SIGTERM)
+    elif case.action in TWICE:
+        server.process.send_signal(TWICE[case.action])
         time.sleep(REPEAT_PAUSE)
         if server.process.poll() is None:
-            server.process.send_signal(signal.SIGTERM)
+            server.process.send_signal(TWICE[case.action])
     entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
     return False
 
@@ -236,7 +251,7 @@ def _signal_while_loading(entry: Entry, server: VllmServer) -> None:
     title, number = WHILE_LOADING[entry.case.action]
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline and server.process.poll() is None:
-        if LOADING_MARKER in server.log_path.read_text(errors="replace"):
+        if MARKERS.get(entry.case.action, LOADING_MARKER) in server.log_path.read_text(errors="replace"):
             _send(entry, server, title, number)
             entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
             if entry.exit_code is None:
@@ -308,6 +323,8 @@ def run_case(
             _signal_while_loading(entry, server)
         if case.action == "freeze_worker_loading":
             kept = _freeze_while_loading(entry, server, out, neutral)
+        if case.action == "freeze_server_loading":
+            freeze_server_while_loading(entry, server, LOADING_MARKER, START_TIMEOUT)
         outcome: str = "frozen" if kept else server.wait(START_TIMEOUT)
         entry.ready = outcome == "ready"
         if outcome == "ready" and case.action not in ("start", "hold_port"):

@@ -8,13 +8,23 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from pathlib import Path
 
-from support.real_engine import VllmServer
+from support.real_engine import VllmServer, http_get
 from support.real_vllm_index import Entry
 from support.real_vllm_refusals import api_key, headers, post
 
 FROZEN_ENGINE_SECONDS = 5.0  # the engine core stays stopped this long before the API server gets SIGTERM
 LOAD_BEFORE_STOP_SECONDS = 3.0  # the clients run this long before the API server gets SIGTERM
+SERVER_FROZEN_LOADING_SECONDS = 20.0  # the API server stays stopped this long while its engine loads
+SECOND_SERVER_TIMEOUT = 120.0
+MARKERS = {  # the log line a signal-while-loading action waits for when it is not 'Starting to load model'
+    "stop_sigterm_args": "non-default args",
+    "stop_sigterm_weights_loaded": "Loading weights took",
+    "kill_worker_compiling": "Warming up model for the compilation",
+}
+TWICE = {"stop_sigterm_twice": signal.SIGTERM, "stop_sigint_twice": signal.SIGINT}  # the signal sent twice
 
 
 def model_name(server: VllmServer) -> str:
@@ -99,3 +109,65 @@ def stop_under_load(entry: Entry, server: VllmServer) -> None:
     for thread in threads:
         thread.join(timeout=60)
     entry.extra["load_answers"] = f"{len(answers)} of 4 clients answered: {sorted(answers)} (0: connection broken)"
+
+
+def odd_requests(entry: Entry, server: VllmServer) -> None:
+    """Requests refused in other ways than ``bad_requests``: out-of-vocabulary token ids, routes the model does not
+    serve, a named tool that is not offered, negative max_tokens, a stop of the wrong type; statuses recorded."""
+    key = api_key(server.arguments)
+    base = server.base_url
+    short = {"model": model_name(server), "prompt": "The operator", "max_tokens": 8, "temperature": 0}
+    tool = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+    chat_body = {"model": model_name(server), "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}
+    attempts: list[tuple[str, str, dict[str, object]]] = [
+        ("token id 99999", "/v1/completions", {**short, "prompt": [5, 99999]}),
+        ("logit_bias for token 99999", "/v1/completions", {**short, "logit_bias": {"99999": 5}}),
+        ("max_tokens -5", "/v1/completions", {**short, "max_tokens": -5}),
+        ("stop as a number", "/v1/completions", {**short, "stop": 5}),
+        ("embeddings route", "/v1/embeddings", {"model": model_name(server), "input": "hello"}),
+        (
+            "tool named but not offered",
+            "/v1/chat/completions",
+            {**chat_body, "tools": [tool], "tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
+        ),
+        ("transcription route", "/v1/audio/transcriptions", {"model": model_name(server)}),
+    ]
+    statuses = [f"{what} {post(base + route, body, key)}" for what, route, body in attempts]
+    statuses.append(f"GET /v1/models/no-such-model {http_get(base + '/v1/models/no-such-model')[0]}")
+    entry.extra["refused_statuses"] = ", ".join(statuses)
+
+
+def freeze_server_while_loading(entry: Entry, server: VllmServer, marker: str, timeout: float) -> None:
+    """Once the log shows ``marker``, SIGSTOP the API server, SIGCONT it a while later (the start goes on)."""
+    assert server.process is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and server.process.poll() is None:
+        if marker in server.log_path.read_text(errors="replace"):
+            server.process.send_signal(signal.SIGSTOP)
+            time.sleep(SERVER_FROZEN_LOADING_SECONDS)
+            server.process.send_signal(signal.SIGCONT)
+            entry.extra["frozen"] = f"API server with SIGSTOP for {SERVER_FROZEN_LOADING_SECONDS:.0f} s while loading"
+            return
+        time.sleep(0.2)
+
+
+def second_server(entry: Entry, server: VllmServer, kept: Path, neutral: Callable[[str], str]) -> bool:
+    """Start a second server with the same command and port while the first serves; wait for it to end and keep its
+    log (through ``neutral``) in ``kept`` as the case's log; True."""
+    log_path = server.log_path.with_suffix(".second.log")
+    second = VllmServer(
+        server.engine,
+        log_path,
+        model=server.model,
+        port=server.port,
+        arguments=server.arguments,
+        environment=server.environment,
+        entry=server.entry,
+        wrapper=server.wrapper,
+    ).start()
+    entry.exit_code = second.wait_exit(SECOND_SERVER_TIMEOUT)  # /health would be the first server's answer
+    outcome = f"exit {entry.exit_code}" if entry.exit_code is not None else f"still running, exit {second.stop()}"
+    first = "still answers /health" if http_get(f"{server.base_url}/health")[0] == 200 else "no longer answers"
+    entry.extra["second_server"] = f"second server on port {server.port}: {outcome}; the first {first}"
+    kept.write_text(neutral(log_path.read_text(errors="replace")))
+    return True

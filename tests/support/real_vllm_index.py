@@ -53,6 +53,15 @@ Action = Literal[
     "stop_sigterm_idle",  # reach ready, then SIGTERM the API server at once (no request)
     "stop_sigterm_engine_core_frozen",  # reach ready, SIGSTOP the VLLM::EngineCore, then SIGTERM the API server
     "stop_sigterm_under_load",  # reach ready, then SIGTERM the API server while four long completions run
+    "hangup_engine_core",  # reach ready, then SIGHUP the VLLM::EngineCore process
+    "term_engine_core_loading",  # SIGTERM the VLLM::EngineCore process once the worker starts to load the model
+    "stop_sigterm_args",  # SIGTERM the API server once it logs its non-default args (before the engine starts)
+    "stop_sigterm_weights_loaded",  # SIGTERM the API server once the weights are loaded
+    "kill_worker_compiling",  # SIGKILL the VLLM::Worker once the compilation warm-up is logged
+    "stop_sigint_twice",  # reach ready, then SIGINT the API server twice in a row
+    "serve_odd",  # as serve, then requests refused in other ways (token ids, routes, tools)
+    "freeze_server_loading",  # SIGSTOP the API server while the model loads, SIGCONT 20 s later; then as serve
+    "second_server_same_port",  # reach ready, then start a second server on the same port; keep its log
 ]
 STEPS: dict[str, str] = {
     "start": "run the command and wait for it to exit",
@@ -118,6 +127,24 @@ STEPS: dict[str, str] = {
     "titled VLLM::EngineCore>; 5 s later kill -TERM <pid of the API server> (the engine core left stopped)",
     "stop_sigterm_under_load": "after /health answers 200 and two requests: four clients each ask a 900-token "
     "completion; 3 s later kill -TERM <pid of the API server>",
+    "hangup_engine_core": "after /health answers 200 and two requests: kill -HUP <pid of the process titled "
+    "VLLM::EngineCore>",
+    "term_engine_core_loading": "run the command; once the log shows 'Starting to load model': kill -TERM <pid of "
+    "the process titled VLLM::EngineCore>",
+    "stop_sigterm_args": "run the command; once the log shows 'non-default args': kill -TERM <pid of the API server>",
+    "stop_sigterm_weights_loaded": "run the command; once the log shows 'Loading weights took': kill -TERM <pid of "
+    "the API server>",
+    "kill_worker_compiling": "run the command; once the log shows 'Warming up model for the compilation': kill "
+    "-KILL <pid of the process titled VLLM::Worker>",
+    "stop_sigint_twice": "after /health answers 200 and two requests: kill -INT <pid of the API server>, and again "
+    "0.5 s later",
+    "serve_odd": "as serve, then requests the server should refuse: token id 99999 in the prompt, logit_bias for "
+    "token 99999, max_tokens -5, stop as a number, /v1/embeddings, a chat naming a tool not offered, "
+    "/v1/audio/transcriptions, GET /v1/models/no-such-model; the log as it stood then",
+    "freeze_server_loading": "run the command; once the log shows 'Starting to load model': kill -STOP <pid of the "
+    "API server>, kill -CONT 20 s later; then as serve",
+    "second_server_same_port": "after /health answers 200 and two requests: run the same command again (same port) "
+    "while the first serves, and wait for it to exit; the log is the second server's",
 }
 DEFINITION = (
     "id",

@@ -70,6 +70,7 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     _file_set_variants(copy)
     _template_and_config_variants(copy, edit_config)
     _weights_layout_variants(copy)
+    _blind_variants(copy, edit_config)
     (root / "model-symlink-loop").symlink_to(root / "model-symlink-loop")  # resolving it never ends
     drafter = root / "drafter-no-weights"
     shutil.copytree(engine.drafter, drafter)
@@ -78,6 +79,9 @@ def make_variants(engine: RealEngine, root: Path) -> dict[str, str]:
     shutil.copytree(engine.drafter, drafter)
     config = drafter / "config.json"
     config.write_text(config.read_text()[: config.stat().st_size // 2])  # cut mid-object: not valid JSON
+    shutil.copytree(engine.drafter, root / "drafter-weights-truncated")
+    weights = root / "drafter-weights-truncated" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     return {
         "target": str(engine.model),
         "drafter": str(engine.drafter),
@@ -236,6 +240,44 @@ def _weights_layout_variants(copy: Callable[[str], Path]) -> None:
     header[name] = {**header[name], "dtype": "F32", "data_offsets": [start, start + len(widened)]}
     _write_safetensors(weights, header, data[:start] + widened + data[end:])
     (copy("weights-file-empty") / "model.safetensors").write_bytes(b"")  # a 0-byte weights file
+
+
+def _without_tensor(path: Path, name: str) -> None:
+    """Rewrite the safetensors file at ``path`` without the tensor ``name`` (the others move up over its bytes)."""
+    header, data = _read_safetensors(path)
+    start, end = cast(list[int], header.pop(name)["data_offsets"])
+    for tensor_name, tensor in header.items():
+        if tensor_name != "__metadata__" and cast(list[int], tensor["data_offsets"])[0] >= end:
+            first, last = cast(list[int], tensor["data_offsets"])
+            tensor["data_offsets"] = [first - (end - start), last - (end - start)]
+    _write_safetensors(path, header, data[:start] + data[end:])
+
+
+def _blind_variants(copy: Callable[[str], Path], edit_config: Callable[..., None]) -> None:
+    """Copies whose BPE merges name a token the vocabulary lacks, whose weights lack lm_head (embeddings not tied),
+    whose safetensors header lies about one tensor's offsets or dtype, whose tokenizer class is unknown, whose
+    activation function is unknown, or whose config allows only 512 positions."""
+    tokenizer = copy("merges-unknown-token") / "tokenizer.json"
+    document = json.loads(tokenizer.read_text())
+    merges = document["model"]["merges"]
+    merges.insert(0, "zq xj" if isinstance(merges[0], str) else ["zq", "xj"])  # neither side is in the vocabulary
+    tokenizer.write_text(json.dumps(document))
+    _without_tensor(copy("lm-head-missing") / "model.safetensors", "lm_head.weight")
+    weights = copy("safetensors-offsets-beyond-data") / "model.safetensors"
+    header, data = _read_safetensors(weights)
+    start, _ = cast(list[int], header["model.layers.3.mlp.down_proj.weight"]["data_offsets"])
+    header["model.layers.3.mlp.down_proj.weight"]["data_offsets"] = [start, len(data) + 4096]  # past the end
+    _write_safetensors(weights, header, data)
+    weights = copy("safetensors-dtype-lie") / "model.safetensors"
+    header, data = _read_safetensors(weights)
+    header["model.layers.0.self_attn.q_proj.weight"]["dtype"] = "F32"  # the bytes stay those of a bfloat16 tensor
+    _write_safetensors(weights, header, data)
+    settings_path = copy("tokenizer-class-unknown") / "tokenizer_config.json"
+    settings = json.loads(settings_path.read_text())
+    settings["tokenizer_class"] = "MysteryTokenizerFast"
+    settings_path.write_text(json.dumps(settings, indent=2))
+    edit_config(copy("hidden-act-unknown"), hidden_act="mystery_gelu")
+    edit_config(copy("max-positions-512"), max_position_embeddings=512)
 
 
 class Neutraliser:
