@@ -102,3 +102,32 @@ def test_the_drafters_path_in_the_settings_dump_itself_is_no_file_error() -> Non
     )
     refused = _traceback([("/opt/vllm/vllm/engine/arg_utils.py", "create_engine_config")], "ValueError: max_num_seqs 0")
     assert rules_alone(refused.replace(STARTED, STARTED + arguments)).diagnosis_class == "config_error"
+
+
+def test_weights_that_fail_to_load_after_the_drafter_began_loading_are_the_drafters() -> None:
+    text = (
+        STARTED
+        + "(Worker pid=5) INFO 05-01 10:00:20 [default_loader.py:1] Loading weights took 2.10 seconds\n"
+        + "(Worker pid=5) INFO 05-01 10:00:21 [model_runner.py:75] Loading drafter model...\n"
+        + "Loading safetensors checkpoint shards:   0% Completed | 0/1 [00:00<?, ?it/s]\n"
+        + "(Worker pid=5) ERROR 05-01 10:00:22 [executor.py:9] safetensors_rust.SafetensorError: Error while "
+        "deserializing header: incomplete metadata, file not fully covered\n"
+    )
+    assert rules_alone(text).diagnosis_class == "spec_decode_problem"
+    target = text.replace("Loading drafter model...", "Starting to load model /models/target...")
+    assert rules_alone(target).diagnosis_class == "model_load_error"
+
+
+def test_the_resource_trackers_own_error_is_a_bystander_and_a_file_size_limit_is_the_hosts() -> None:
+    tracker = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/multiprocessing/resource_tracker.py", line 239, in main\n'
+        "KeyError: '/psm_1f2e3d'\n"
+    )
+    failure = _traceback(
+        [("/usr/lib/python3.12/multiprocessing/shared_memory.py", "__init__")], "OSError: [Errno 27] File too large"
+    )
+    diagnosis = rules_alone(tracker + failure)
+    assert diagnosis.diagnosis_class == "unknown" and diagnosis.confidence >= 0.5, diagnosis.why
+    assert diagnosis.key_line == "OSError: [Errno 27] File too large"
+    assert "raise_file_size_limit" in [remedy.id for remedy in diagnosis.remedies]

@@ -49,7 +49,7 @@ from tools.logs.learned import LearnedModel, load_model
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
 from tools.logs.lifecycle import no_failure_decision
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
-from tools.logs.phase import last_phase
+from tools.logs.phase import drafter_loading, last_phase
 from tools.logs.request_errors import (
     answered_before_errors,
     request_errors,
@@ -157,7 +157,7 @@ class Diagnoser:
         phase = last_phase(self.window, self.library, before=failure_index) if failure_index is not None else None
         if phase is not None and failure_index is not None:
             found += phase_evidence(phase.phase, failure_index, self.library)
-            if phase.phase == "drafter":
+            if drafter_loading(self.window, self.library, failure_index):
                 found += drafter_load_evidence(found, self.library)
         found += exit_evidence(self.hints.exit_code, len(self.window.lines) - 1, self.library)
         found += kernel_evidence(self.hints.kernel_lines, len(self.window.lines) - 1, self.library)

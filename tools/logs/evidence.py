@@ -265,7 +265,7 @@ def root_cause(events: LogEvents, start_line: int, lines: list[str]) -> ErrorEve
     """The first real error at or after ``start_line``: an exception or a crash (not an echo of one, nor one its
     process survived while a later error ended the run; ``lines`` are the window's), else the traceback fragment
     that carries an error message or whose frames name a component (a log cut before its exception line)."""
-    candidates = [event for event in events.real() if event.first_index >= start_line]
+    candidates = [event for event in events.real() if event.first_index >= start_line and not _bystander(event)]
     failures = [event for event in candidates if event.kind in ("exception", "crash")]
     for position, event in enumerate(failures):
         later = failures[position + 1] if position + 1 < len(failures) else None
@@ -276,6 +276,14 @@ def root_cause(events: LogEvents, start_line: int, lines: list[str]) -> ErrorEve
     if named:
         return named[0]
     return fragments[-1] if fragments else None
+
+
+def _bystander(event: ErrorEvent) -> bool:
+    """An error of Python's multiprocessing resource tracker, raised in its own process while it cleans up after
+    processes that failed (a shared-memory segment it cannot find): never the failure itself."""
+    return bool(event.frames) and all(
+        frame.path.endswith("multiprocessing/resource_tracker.py") for frame in event.frames
+    )
 
 
 def _survived(event: ErrorEvent, lines: list[str], before: int) -> bool:

@@ -93,3 +93,19 @@ def _quoted(line: str) -> bool:
 
 def reached(phase: Phase, at_least: Phase) -> bool:
     return PHASE_ORDER.index(phase) >= PHASE_ORDER.index(at_least)
+
+
+# Milestones the drafter's own loading prints after its own: its checkpoint's weights.
+_DRAFTER_LOADING_STAGES = ("drafter", "weights", "weights_done")
+
+
+def drafter_loading(window: LogWindow, library: SignatureLibrary, before: int) -> bool:
+    """The drafter was loading when line ``before`` was written: its milestone is the last one, or only the loading
+    of weights (the drafter's own checkpoint) came after it."""
+    regex = _combined(library)
+    text = window.text[: window.text_start_of(before)]
+    stages = [_stage(library, match) for match in regex.finditer(text, max(len(text) - 8 * _TAIL_CHARS, 0))]
+    if "drafter" not in stages:
+        return False
+    after = stages[len(stages) - 1 - stages[::-1].index("drafter") :]
+    return all(stage in _DRAFTER_LOADING_STAGES for stage in after)
