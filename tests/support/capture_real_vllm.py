@@ -38,6 +38,7 @@ from support.real_vllm_actions import (
     stop_under_load,
     stop_with_engine_core_frozen,
     tolerant_requests,
+    wait_for_marker,
 )
 from support.real_vllm_index import Case, Entry, read_index, write_index
 from support.real_vllm_models import Neutraliser, make_variants
@@ -247,33 +248,24 @@ def _after_ready(entry: Entry, server: VllmServer, out: Path, neutral: Neutralis
 
 def _signal_while_loading(entry: Entry, server: VllmServer) -> None:
     """Once the log shows the model starting to load, send the case's signal to its process and wait."""
-    assert server.process is not None
     title, number = WHILE_LOADING[entry.case.action]
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline and server.process.poll() is None:
-        if MARKERS.get(entry.case.action, LOADING_MARKER) in server.log_path.read_text(errors="replace"):
-            _send(entry, server, title, number)
-            entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
-            if entry.exit_code is None:
-                entry.extra["signal_while_loading"] = f"ignored: no exit within {EXIT_TIMEOUT:.0f} s"
-            return
-        time.sleep(0.2)
+    if wait_for_marker(server, MARKERS.get(entry.case.action, LOADING_MARKER), START_TIMEOUT):
+        _send(entry, server, title, number)
+        entry.exit_code = server.wait_exit(EXIT_TIMEOUT)
+        if entry.exit_code is None:
+            entry.extra["signal_while_loading"] = f"ignored: no exit within {EXIT_TIMEOUT:.0f} s"
 
 
 def _freeze_while_loading(entry: Entry, server: VllmServer, out: Path, neutral: Neutraliser) -> bool:
     """Once the model starts to load, SIGSTOP the worker; keep the log as it stands a while later; True when kept."""
-    assert server.process is not None
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline and server.process.poll() is None:
-        if LOADING_MARKER in server.log_path.read_text(errors="replace"):
-            frozen = server.signal_children("VLLM::Worker", signal.SIGSTOP)
-            time.sleep(FROZEN_SECONDS)
-            (out / entry.log_file).write_text(neutral(server.log_path.read_text(errors="replace")))
-            server.signal_children("VLLM::Worker", signal.SIGCONT)
-            entry.extra["frozen"] = f"VLLM::Worker ({len(frozen)} process) with SIGSTOP for {FROZEN_SECONDS:.0f} s"
-            return True
-        time.sleep(0.2)
-    return False
+    if not wait_for_marker(server, LOADING_MARKER, START_TIMEOUT):
+        return False
+    frozen = server.signal_children("VLLM::Worker", signal.SIGSTOP)
+    time.sleep(FROZEN_SECONDS)
+    (out / entry.log_file).write_text(neutral(server.log_path.read_text(errors="replace")))
+    server.signal_children("VLLM::Worker", signal.SIGCONT)
+    entry.extra["frozen"] = f"VLLM::Worker ({len(frozen)} process) with SIGSTOP for {FROZEN_SECONDS:.0f} s"
+    return True
 
 
 def fill(argument: str, models: dict[str, str]) -> str:

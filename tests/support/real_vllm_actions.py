@@ -137,18 +137,25 @@ def odd_requests(entry: Entry, server: VllmServer) -> None:
     entry.extra["refused_statuses"] = ", ".join(statuses)
 
 
-def freeze_server_while_loading(entry: Entry, server: VllmServer, marker: str, timeout: float) -> None:
-    """Once the log shows ``marker``, SIGSTOP the API server, SIGCONT it a while later (the start goes on)."""
+def wait_for_marker(server: VllmServer, marker: str, timeout: float) -> bool:
+    """Poll the server's log until it shows ``marker``; False when the server ended or ``timeout`` passed first."""
     assert server.process is not None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and server.process.poll() is None:
         if marker in server.log_path.read_text(errors="replace"):
-            server.process.send_signal(signal.SIGSTOP)
-            time.sleep(SERVER_FROZEN_LOADING_SECONDS)
-            server.process.send_signal(signal.SIGCONT)
-            entry.extra["frozen"] = f"API server with SIGSTOP for {SERVER_FROZEN_LOADING_SECONDS:.0f} s while loading"
-            return
+            return True
         time.sleep(0.2)
+    return False
+
+
+def freeze_server_while_loading(entry: Entry, server: VllmServer, marker: str, timeout: float) -> None:
+    """Once the log shows ``marker``, SIGSTOP the API server, SIGCONT it a while later (the start goes on)."""
+    assert server.process is not None
+    if wait_for_marker(server, marker, timeout):
+        server.process.send_signal(signal.SIGSTOP)
+        time.sleep(SERVER_FROZEN_LOADING_SECONDS)
+        server.process.send_signal(signal.SIGCONT)
+        entry.extra["frozen"] = f"API server with SIGSTOP for {SERVER_FROZEN_LOADING_SECONDS:.0f} s while loading"
 
 
 def second_server(entry: Entry, server: VllmServer, kept: Path, neutral: Callable[[str], str]) -> bool:
