@@ -9,6 +9,7 @@ import pytest
 
 from agent.policies.runbook.answers import apply_answer, is_stop
 from agent.policies.runbook.asking import ask
+from agent.policies.runbook.choices import best, compare_finding
 from agent.policies.runbook.hardware import host_evidence
 from agent.policies.runbook.ladders import (
     Candidate,
@@ -19,7 +20,7 @@ from agent.policies.runbook.ladders import (
     remember,
     take_step,
 )
-from agent.policies.runbook.progress import Attempt, RunbookProgress
+from agent.policies.runbook.progress import Attempt, Measurement, RunbookProgress
 from agent.policies.runbook.report import final_report
 from agent.policies.runbook.settings import RunbookSettings
 from agent.state import ProjectState, Question
@@ -216,6 +217,23 @@ def test_the_report_gives_the_reason_the_kept_drafter_won_once() -> None:
     progress.verdicts["trained"] = "kept: single-stream 1.20x the baseline (at least the 1.05x needed)"
     report = final_report(_state(), progress, RunbookSettings())
     assert "Kept: the trained drafter (single-stream 1.20x the baseline (at least the 1.05x needed))." in report
+
+
+def test_a_drafter_that_accepts_nothing_is_dropped_however_fast_it_measured() -> None:
+    # A loaded host can measure a drafter that accepts nothing 10% faster than the baseline; that is noise.
+    state = _state()
+    progress = RunbookProgress(speculative_wanted=True, purpose="offshelf")
+    progress.measurements["baseline single"] = Measurement(output_tok_s=100.0)
+    progress.measurements["offshelf single"] = Measurement(output_tok_s=110.0, accept_length=1.0)
+    settings = RunbookSettings()
+    compare_finding(state, progress, "offshelf", settings)
+    assert best(state, progress, settings) == "baseline"
+    assert progress.verdicts["offshelf"].startswith("dropped: single-stream 1.10x the baseline (at least the 1.05x")
+    assert "below the 1.10 a drafter needs: its measured gain is noise" in progress.verdicts["offshelf"]
+    assert any(finding.summary.startswith("offshelf drafter loses") for finding in state.findings)
+    # The same speed with drafted tokens accepted is a win.
+    progress.measurements["offshelf single"] = Measurement(output_tok_s=110.0, accept_length=1.8)
+    assert best(state, progress, settings) == "offshelf"
 
 
 def test_stop_to_the_training_question_ends_the_training_not_the_run() -> None:

@@ -42,13 +42,22 @@ def speedup(state: ProjectState, progress: RunbookProgress, purpose: Purpose) ->
     return candidate / baseline
 
 
+def accepts_too_little(
+    state: ProjectState, progress: RunbookProgress, purpose: Purpose, settings: RunbookSettings
+) -> bool:
+    """Whether a drafter's measured acceptance length is below the floor a drafter needs to pay for itself."""
+    accept = measured(state, progress, purpose)["accept_length"]
+    return accept is not None and accept < settings.drafter_accept_length_floor
+
+
 def best(state: ProjectState, progress: RunbookProgress, settings: RunbookSettings) -> Purpose:
-    """The fastest single-stream configuration; speculation must beat the baseline by the set margin."""
+    """The fastest single-stream configuration; speculation must beat the baseline by the set margin and accept
+    enough drafted tokens for that gain to be real."""
     chosen: Purpose = "baseline"
     chosen_ratio = settings.speculative_gain_needed
     for purpose in ("offshelf", "trained"):
         ratio = speedup(state, progress, purpose)
-        if ratio is not None and ratio >= chosen_ratio:
+        if ratio is not None and ratio >= chosen_ratio and not accepts_too_little(state, progress, purpose, settings):
             chosen, chosen_ratio = purpose, ratio
     return chosen
 
@@ -62,12 +71,18 @@ def compare_finding(
     peak_ratio = (
         figures["peak_tok_s"] / base["peak_tok_s"] if figures["peak_tok_s"] is not None and base["peak_tok_s"] else None
     )
-    verdict = "wins" if ratio is not None and ratio >= settings.speculative_gain_needed else "loses"
+    fast_enough = ratio is not None and ratio >= settings.speculative_gain_needed
+    too_little = accepts_too_little(state, progress, purpose, settings)
+    verdict = "wins" if fast_enough and not too_little else "loses"
     progress.verdicts[purpose] = (
         f"{'kept' if verdict == 'wins' else 'dropped'}: single-stream {_fmt(ratio, 2)}x the baseline "
-        f"({'at least' if verdict == 'wins' else 'below'} the {settings.speculative_gain_needed:.2f}x needed), "
+        f"({'at least' if fast_enough else 'below'} the {settings.speculative_gain_needed:.2f}x needed), "
         f"acceptance length {_fmt(figures['accept_length'], 2)}"
     )
+    if fast_enough and too_little:
+        progress.verdicts[purpose] += (
+            f" (below the {settings.drafter_accept_length_floor:.2f} a drafter needs: its measured gain is noise)"
+        )
     state.add_finding(
         f"{purpose} drafter {verdict}: single-stream {_fmt(figures['single_stream_tok_s'])} vs baseline "
         f"{_fmt(base['single_stream_tok_s'])} tok/s ({_fmt(ratio, 2)}x), peak {_fmt(figures['peak_tok_s'])} vs "

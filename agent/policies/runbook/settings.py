@@ -30,6 +30,10 @@ class RunbookSettings(BaseModel):
     or ``{context_length = 4096}``. Names as in ``tools/engines/config.py``."""
     speculative_gain_needed: float = Field(1.05, ge=1.0)
     """Speculation is kept only when single-stream output tok/s beats the baseline by this factor."""
+    drafter_accept_length_floor: float = Field(1.1, ge=1.0)
+    """A drafter whose measured acceptance length is below this is dropped whatever its measured speed: accepting
+    almost nothing, it adds drafting work to every step, so a measured gain is noise (a loaded host, a short
+    benchmark)."""
     max_attempts: int = Field(8, ge=1)
     """Launch attempts for one purpose before asking a human."""
     drafter_epochs: int = Field(2, ge=1)
