@@ -32,6 +32,26 @@ def test_rows_of_an_nccl_tests_table_are_collectives_that_ran() -> None:
     assert rules_alone(header).diagnosis_class == "loading"  # no row yet
 
 
+def test_a_job_that_reports_its_work_completed_is_past_start_up() -> None:
+    start = (
+        "NCCL version 2.24.3+cuda12.4\n"
+        "cxi0:4121:4121 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+        "Size (B)    Latency (us)    Bandwidth (GB/s)\n"
+        "8388608     417.339655      22.793149\n"
+    )
+    assert rules_alone(start).diagnosis_class == "loading"  # a table is not yet a job that ended
+    for ending in ("=== All Tests Complete ===\n", "Test completed successfully\n", "All tests passed.\n"):
+        assert rules_alone(start + ending).diagnosis_class == "healthy", ending
+        assert rules_alone(start + ending, STALE).diagnosis_class == "healthy", ending  # silence is its end
+    assert rules_alone(start + "Test completed with errors\n").diagnosis_class != "healthy"
+    benchmark = (
+        "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+        "============ Serving Benchmark Result ============\n"
+        "Successful requests:                     100\n"
+    )
+    assert rules_alone(benchmark).diagnosis_class == "healthy"
+
+
 def test_vllm_omnis_per_request_timing_is_serving() -> None:
     text = (
         "(APIServer pid=4) INFO 04-01 10:00:00 [omni_base.py:9] [OmniTiming] req=chatcmpl-7f2 total=3.10s "
