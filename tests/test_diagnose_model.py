@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from support.cli import agent_environment, run_agent
 
 from tools.logs.calibration import Band, Calibration
@@ -150,6 +151,7 @@ def test_diagnose_json_says_who_decided_and_keeps_its_fields(tmp_path: Path) -> 
     assert all({"class", "confidence", "why"} <= set(alternative) for alternative in payload["alternatives"])
 
 
+@pytest.mark.timeout(960)  # retraining on the whole corpus: minutes on a loaded 2-core host
 def test_the_committed_model_and_its_bands_are_what_the_corpus_trains() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.diagnosis_model", "--check"],

@@ -65,13 +65,19 @@ def test_a_missing_journal_reads_as_empty(tmp_path: Path) -> None:
     assert Journal(tmp_path / "none.jsonl").records() == []
 
 
+def _kinds(path: Path) -> list[str]:
+    return [entry["kind"] for entry in Journal(path).records()]
+
+
 def test_interrupts_during_writes_never_break_the_agents_own_chain(tmp_path: Path) -> None:
     """Ctrl-C or SIGTERM landing just after a record reached the file (before the journal knew it) once made
     the next record look inserted, and a resumed run asked whether someone had tampered with the journal.
     Each writer records the interrupts it catches; one that dies of an interrupt elsewhere is started again on
     the same journal, as a resumed run is."""
-    path, rng, exits = tmp_path / "journal.jsonl", random.Random(7), set()
-    for _ in range(8):
+    path, rng, exits, writers = tmp_path / "journal.jsonl", random.Random(7), set(), 0
+    # On a loaded host a writer can die of its first interrupt before it writes anything more; more writers are
+    # started then, until enough interrupts landed during writes (the count is a behaviour, not a timing).
+    while writers < 8 or (_kinds(path).count("interrupted") < 20 and writers < 200):
         writer = subprocess.Popen(
             [sys.executable, str(Path(__file__).parent / "support" / "journal_writer.py"), str(path), "200"],
             stdout=subprocess.PIPE,
@@ -85,7 +91,8 @@ def test_interrupts_during_writes_never_break_the_agents_own_chain(tmp_path: Pat
                 writer.send_signal(signal.SIGINT)
         exits.add(writer.wait())
         writer.stdout.close()
-    kinds = [entry["kind"] for entry in Journal(path).records()]
-    assert exits <= {0, -signal.SIGINT} and kinds.count("start") == 8
+        writers += 1
+    kinds = _kinds(path)
+    assert exits <= {0, -signal.SIGINT} and kinds.count("start") == writers
     assert kinds.count("interrupted") >= 20, kinds.count("interrupted")
     assert journal_problems(path, KEY, last_chain(path)) == []
