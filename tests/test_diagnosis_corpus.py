@@ -109,6 +109,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 25"]["count"], first["blind set 25"]["correct"]) == (75, 62)
     assert (first["blind set 27"]["count"], first["blind set 27"]["correct"]) == (82, 62)
     assert (first["blind set 29"]["count"], first["blind set 29"]["correct"]) == (62, 45)
+    assert (first["blind set 31"]["count"], first["blind set 31"]["correct"]) == (82, 63)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
