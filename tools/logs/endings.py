@@ -24,7 +24,7 @@ _SUPERVISOR_EXIT = re.compile(
 # SIGINT, Interrupt." is the operator pausing a live process to read its stack, not stopping it.
 _OPERATOR_SIGNAL = re.compile(
     r"received signal=?\s*SIG(?:INT(?!, Interrupt\.)|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
-    r"|\^C|(?<!raise )KeyboardInterrupt|: line \d+: +\d+ Terminated\b"
+    r"|\^C|(?<!raise )KeyboardInterrupt|: line \d+: +\d+ Terminated\b|WorkerProc was terminated"
 )
 # The HTTP server's own shutdown (vLLM's launcher, uvicorn): a server that was up, even where the excerpt begins later.
 _SERVER_SHUTDOWN = re.compile(
@@ -37,7 +37,10 @@ _SERVER_SHUTDOWN = re.compile(
 _SELF_SENT = re.compile(r"send sig(?:term|int) to process")
 _SERVER_TRIGGER = re.compile(r"shutdown triggered")
 # Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
-_SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated")
+_SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated|WorkerProc was terminated")
+# vLLM's worker reporting the termination signal it got (SIGTERM or SIGINT, raised as SystemExit): one worker alone
+# was signalled from outside; several at once are the engine stopped as a whole.
+_WORKER_TERMINATED = "WorkerProc was terminated"
 
 
 def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
@@ -93,9 +96,14 @@ def _child_signalled_alone(window: LogWindow, index: int) -> bool:
     """A child process (the engine core, a worker) reports the signal and the server never started a shutdown: the
     child was signalled alone, from outside (an orchestrator, the OOM killer's helper), which is no stop of the
     server."""
-    origin = split_line(window.lines[index]).origin or ""
+    line = window.lines[index]
+    if _WORKER_TERMINATED in line:
+        found = re.finditer(_WORKER_TERMINATED, window.text)
+        workers = {split_line(window.lines[window.line_index_at(match.start())]).origin for match in found}
+        return len(workers) < 2
+    origin = split_line(line).origin or ""
     child = "EngineCore" in origin or "Worker" in origin
-    return child and "received signal" in window.lines[index] and _SERVER_TRIGGER.search(window.text) is None
+    return child and "received signal" in line and _SERVER_TRIGGER.search(window.text) is None
 
 
 def supervisor_exit(window: LogWindow) -> int | None:

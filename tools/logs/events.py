@@ -24,7 +24,8 @@ EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(
     r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
-    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |Caught signal |received signal \*|\)\[0x[0-9a-f]"
+    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |Test (?:CUDA|NCCL) failure |Caught signal |received signal \*"
+    r"|\)\[0x[0-9a-f]"
     r"|^\s*\d+\s+0x[0-9a-f]+ \S+\(\)"
 )
 _EXCEPTION = re.compile(
@@ -46,6 +47,9 @@ _ECHO = re.compile(
 # A launcher's report that a child process failed (torch elastic's ChildFailedError): the cause is the child's.
 _LAUNCHER_REPORTS = ("ChildFailedError",)
 _WRAPPED = re.compile(r"""(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
+# vLLM's executor quoting a worker's error: "Worker failed with error 'MSG', please check the stack trace above for
+# the root cause". The quoted message is the root cause even where the worker's own stack is not in the excerpt.
+_WORKER_QUOTE = re.compile(r"Worker failed with error '(?P<message>.*)'(?:, please check the stack trace above[^']*)?$")
 _FUTURE = re.compile(r"""exception=(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
 _VALIDATION_REASON = re.compile(r"^\s*(?:Value|Assertion|Type) error, (?P<reason>.+)")
 _MAX_SOURCE_LINES = 3
@@ -282,6 +286,9 @@ class _Parser:
         )
         self.chain_pending = False
         event.message = self.message(index, (match.group("message") or "").strip())
+        quoted = _WORKER_QUOTE.search(event.message)
+        if quoted is not None:
+            event.message = quoted.group("message")
         wrapped = _WRAPPED.search(event.message)
         launcher_report = (event.type or "").endswith(_LAUNCHER_REPORTS)
         event.echo = (bool(_ECHO.search(event.message)) and wrapped is None) or launcher_report

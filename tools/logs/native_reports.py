@@ -5,7 +5,7 @@ PyTorch-based programs install ("!!!!!!! Segfault encountered !!!!!!!"), UCX's h
 signal 11 (Segmentation fault: address not mapped ...)") and Open MPI's ("*** Process received signal ***", then
 "Signal: Segmentation fault (11)" on the next line). Checks: a native check that prints and exits (vLLM's CUDACHECK
 in csrc/custom_all_reduce.cuh, NCCL tests' NCCLCHECK): "Failed: Cuda error csrc/custom_all_reduce.cuh:368 'invalid
-argument'"; some builds omit the kind.
+argument'"; some builds omit the kind; nccl-tests' own: "Test CUDA failure common.cu:963 'invalid device ordinal'".
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ _BANNER = re.compile(
 )
 _SIGNAL_NAMED = re.compile(r"^Signal: (?P<name>[^(]+?) \((?P<number>\d+)\)")
 _CHECK = re.compile(
-    r"Failed[:,] (?:(?P<kind>Cuda|CUDA|NCCL|MPI) error )?(?P<path>[\w./-]+\.(?:cuh?|cpp|cc|hpp|h)):(?P<line>\d+)"
-    r" '(?P<message>[^']*)'"
+    r"(?:Failed[:,] (?:(?P<kind>Cuda|CUDA|NCCL|MPI) error )?|Test (?P<test_kind>CUDA|NCCL) failure )"
+    r"(?P<path>[\w./-]+\.(?:cuh?|cpp|cc|hpp|h)):(?P<line>\d+) '(?P<message>[^']*)'"
 )
 
 
@@ -59,5 +59,5 @@ def native_check(text: str) -> NativeCheck | None:
     check = _CHECK.search(text)
     if check is None:
         return None
-    kind = (check.group("kind") or "CUDA").upper()
+    kind = (check.group("kind") or check.group("test_kind") or "CUDA").upper()
     return NativeCheck(kind, check.group("path"), int(check.group("line")), check.group("message"))

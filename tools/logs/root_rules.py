@@ -50,6 +50,8 @@ GIVEN_SETTING_PRIORITY = 83
 SPECULATIVE_MISMATCH_PRIORITY = 85
 # Above the capture failure's own signatures (90): the capture only ran the drafter whose shapes disagree.
 DRAFTER_CAPTURE_MISMATCH_PRIORITY = 91
+# Above them too: a capture that failed because an attention kernel it needed could not be built is the backend's.
+KERNEL_BUILD_PRIORITY = 91
 HINT_PRIORITY = 4  # below an unexplained error (10) and far enough not to contest it
 _PHASE_HINT: dict[str, tuple[DiagnosisClass, str]] = {
     "launch": ("config_error", "it failed right after launch, where the engine checks its arguments"),
@@ -297,7 +299,8 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             "two of the model's own dimensions do not divide (its configuration)",
         )
     if root.kind != "crash" and _kernel_build_failure(root):
-        add("attention_backend_error", SPECIFIC_PRIORITY, 0.75, "the just-in-time build of an attention kernel failed")
+        why = "the just-in-time build of an attention kernel failed"
+        add("attention_backend_error", KERNEL_BUILD_PRIORITY, 0.75, why)
     if refusal is None and root.kind != "crash" and attention_backend_refusal(root):
         add(
             "attention_backend_error",
@@ -332,7 +335,10 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             "the weights the checkpoint did not give include a drafter's own layers (its checkpoint or its loading)",
         )
     missing_weight = _missing_weight(root) or _layer_without_weight(root)
-    if missing_weight is not None and not _DRAFTER_WEIGHT.search(missing_weight):
+    speculative = _through_speculative(root) or speculative_in_use(window)
+    # The embedding and the LM head are the drafter's only where a drafter runs; otherwise the model's own.
+    shared = missing_weight is not None and not _DRAFTER_ONLY_WEIGHT.search(missing_weight) and not speculative
+    if missing_weight is not None and (shared or not _DRAFTER_WEIGHT.search(missing_weight)):
         add(
             "model_load_error",
             SPECIFIC_PRIORITY,
@@ -342,11 +348,7 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
     elif (
         component != "speculative"
         and _mismatch(root)
-        and (
-            _through_speculative(root)
-            or speculative_in_use(window)
-            or (missing_weight is not None and _DRAFTER_ONLY_WEIGHT.search(missing_weight) is not None)
-        )
+        and (speculative or (missing_weight is not None and _DRAFTER_ONLY_WEIGHT.search(missing_weight) is not None))
     ):
         drafter_capture = component == "cuda_graph" and _through_speculative(root)
         add(
