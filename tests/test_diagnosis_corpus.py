@@ -74,6 +74,10 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     known = {
         "vllm-16777-cancelled-on-purpose-fatal-signal",
         "vllm-omni-915-diffusion-stage-init-timeout-while-downloading",
+        # Blind set 33's three, as measured (rules may be written from them after this commit).
+        "vllm-shiroyo-sigterm-during-tokenizer-fetch",
+        "vllm-llmcompressor-awq-gsm8k-eval-offline",
+        "vllm-contextmatch-ctrlc-during-compile",
     }
     assert flagged <= known, flagged
     assert parts["tune"]["healthy_flagged"] == len(flagged)
@@ -110,6 +114,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 27"]["count"], first["blind set 27"]["correct"]) == (82, 62)
     assert (first["blind set 29"]["count"], first["blind set 29"]["correct"]) == (62, 45)
     assert (first["blind set 31"]["count"], first["blind set 31"]["correct"]) == (82, 63)
+    assert (first["blind set 33"]["count"], first["blind set 33"]["correct"]) == (61, 45)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
