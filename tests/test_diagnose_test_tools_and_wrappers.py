@@ -165,3 +165,133 @@ def test_a_capture_that_failed_because_an_attention_kernel_could_not_be_built_is
         "Exception: Capture cuda graph failed: Ninja build failed.\n"
     )
     assert rules_alone(text).diagnosis_class == "attention_backend_error"
+
+
+def test_python_3_13_tracebacks_with_statements_over_several_lines_are_read_whole() -> None:
+    text = (
+        "(APIServer pid=8) Traceback (most recent call last):\n"
+        '(APIServer pid=8)   File "/venv/lib/python3.14/site-packages/uvloop/__init__.py", line 96, in run\n'
+        "(APIServer pid=8)     return __asyncio.run(\n"
+        "(APIServer pid=8)            ~~~~~~~~~~~~~^\n"
+        "(APIServer pid=8)         wrapper(),\n"
+        "(APIServer pid=8)         ^^^^^^^^^^\n"
+        "(APIServer pid=8)     ...<2 lines>...\n"
+        "(APIServer pid=8)         **run_kwargs\n"
+        "(APIServer pid=8)         ^^^^^^^^^^^^\n"
+        "(APIServer pid=8)     )\n"
+        "(APIServer pid=8)     ^\n"
+        '(APIServer pid=8)   File "/venv/lib/python3.14/site-packages/vllm/entrypoints/openai/api_server.py", '
+        "line 579, "
+        "in signal_handler\n"
+        '(APIServer pid=8)     raise KeyboardInterrupt("terminated")\n'
+        "(APIServer pid=8) KeyboardInterrupt: terminated\n"
+    )
+    diagnosis = rules_alone("INFO 05-25 10:54:20 [api_server.py:1] vLLM API server version 0.21.0\n" + text)
+    assert diagnosis.diagnosis_class == "stopped", diagnosis.why
+
+
+def test_a_start_up_the_operator_interrupted_is_stopped_whatever_the_server_reports_after() -> None:
+    text = (
+        "INFO 05-25 10:54:20 [api_server.py:1] vLLM API server version 0.21.0\n"
+        "(EngineCore pid=9) Traceback (most recent call last):\n"
+        '(EngineCore pid=9)   File "/venv/lib/python3.13/site-packages/torch/_inductor/compile_fx.py", line 9, '
+        "in compile\n"
+        "(EngineCore pid=9)     return inner()\n"
+        "(EngineCore pid=9) KeyboardInterrupt\n"
+        "(APIServer pid=8) RuntimeError: Engine core initialization failed. See root cause above. "
+        "Failed core proc(s): {}\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "stopped", diagnosis.why
+
+
+def test_ipythons_traceback_frames_name_the_failing_component() -> None:
+    text = (
+        "---------------------------------------------------------------------------\n"
+        "AssertionError                            Traceback (most recent call last)\n"
+        "Cell In[1], line 3\n"
+        "\n"
+        "File ~/lib/python3.12/site-packages/vllm/model_executor/models/gemma3.py:452, in "
+        "Gemma3Model.load_weights(self)\n"
+        "    450         weight_loader = getattr(param, 'weight_loader')\n"
+        "--> 452         weight_loader(param, loaded_weight)\n"
+        "\n"
+        "File \x1b[0;32m~/lib/python3.12/site-packages/vllm/model_executor/layers/linear.py:1228\x1b[0m, in "
+        "\x1b[0;36mRowParallelLinear.weight_loader\x1b[0;34m(self, param, loaded_weight)\n"
+        "   1226     loaded_weight = loaded_weight.reshape(1)\n"
+        "-> 1228 assert param_data.shape == loaded_weight.shape\n"
+        "   1229 param_data.copy_(loaded_weight)\n"
+        "\n"
+        "AssertionError: \n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.component == "weight_loader"
+    assert diagnosis.diagnosis_class == "model_load_error", diagnosis.why
+
+
+def test_an_offline_engine_that_lists_its_tasks_is_ready() -> None:
+    text = (
+        "INFO 10-02 04:08:52 [llm_engine.py:420] init engine (profile, create kv cache, warmup model) took 50.94 "
+        "seconds\n"
+        "INFO 10-02 04:08:52 [llm.py:295] Supported_tasks: ['generate']\n"
+    )
+    assert rules_alone(text).diagnosis_class == "healthy"
+    server = "INFO 10-02 04:08:52 [api_server.py:1611] Supported_tasks: ['generate']\n"
+    assert rules_alone(server).diagnosis_class == "loading"  # the API server lists its tasks before it listens
+
+
+def test_rays_fold_of_repeated_lines_never_takes_the_engine_back_to_an_earlier_step() -> None:
+    served = (
+        "INFO 04-04 03:05:05 model_runner.py:867] Graph capturing finished in 11 secs.\n"
+        "Processed prompts: 100%|██████████| 1/1 [00:01<00:00,  1.20s/it]\n"
+        "(RayWorkerVllm pid=435, ip=10.0.0.2) INFO 04-04 03:05:05 model_runner.py:867] Graph capturing finished in 11 "
+        "secs. [repeated 2x across cluster]\n"
+    )
+    assert rules_alone(served).diagnosis_class == "healthy"
+    loading = (
+        "Loading safetensors checkpoint shards:  94% Completed | 154/163 [00:36<00:02,  4.14it/s]\n"
+        "(RayWorkerWrapper pid=11876, ip=10.0.0.3) INFO 04-25 14:54:40 [loader.py:458] Loading weights took 36.24 "
+        "seconds [repeated 10x across cluster]\n"
+    )
+    assert rules_alone(loading, STALE).diagnosis_class == "nccl_hang"  # several ranks got past their weights
+
+
+def test_ascends_runtime_losing_its_device_is_a_hardware_fault() -> None:
+    text = (
+        "[PID: 1070] 2026-04-30-23:39:01.135.160 Device_Absent/Abnormal(EL0001): Device not found or invalid.\n"
+        "        Device[0] lost heartbeat.[FUNC:SyncTask][FILE:direct_hwts_engine.cc][LINE:407]\n"
+    )
+    assert rules_alone(text).diagnosis_class == "gpu_hardware_fault"
+
+
+def test_hips_words_for_code_objects_missing_for_the_gpu_are_its_generation() -> None:
+    absent = '/src/rocclr/hip_code_object.cpp:92: guarantee(false && "hipErrorNoBinaryForGpu: Couldn\'t find binary")\n'
+    assert rules_alone(absent).diagnosis_class == "unsupported_arch"
+    invalid = "host:77:79 [0] /src/rccl/enqueue.cc:66 NCCL WARN Cuda failure 'invalid kernel file'\n"
+    assert rules_alone(invalid).diagnosis_class == "unsupported_arch"
+
+
+def test_rank_labelled_rows_of_a_collective_test_and_silence_after_its_header() -> None:
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw\n"
+    labelled = (
+        " 0:      1048576          8192     float    none      -1   1456.6    0.72    0.70      0   1304.0    0.80\n"
+    )
+    assert rules_alone(NCCL_TESTS_HEADER + header + labelled).diagnosis_class == "healthy"
+    assert rules_alone(NCCL_TESTS_HEADER + header).diagnosis_class == "loading"
+    assert rules_alone(NCCL_TESTS_HEADER + header, STALE).diagnosis_class == "nccl_hang"
+
+
+def test_vllm_first_engines_acceptance_rate_near_zero_is_a_drafter_that_does_not_help() -> None:
+    served = 'INFO:     ::1:50352 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    metrics = (
+        "INFO 07-24 04:00:31 metrics.py:316] Speculative metrics: Draft acceptance rate: {rate}, System efficiency: "
+        "0.059, Number of speculative tokens: 16, Number of accepted tokens: 0, Number of draft tokens tokens: 42272, "
+        "Number of emitted tokens tokens: 26\n"
+    )
+    assert rules_alone(served + metrics.format(rate="0.000")).diagnosis_class == "spec_decode_problem"
+    assert rules_alone(served + metrics.format(rate="0.610")).diagnosis_class == "healthy"
+    later = (
+        "INFO 05-06 06:11:23 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.90, Accepted: 2500 "
+        "tokens, Drafted: 3652 tokens, Per-position acceptance rate: 0.900, 0.800, Avg Draft acceptance rate: 0.7%\n"
+    )
+    assert rules_alone(served + later + later).diagnosis_class == "healthy"  # a percentage, not a rate of 0.7

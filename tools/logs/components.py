@@ -135,8 +135,10 @@ _MODEL_CONSTRUCTION = re.compile(r"^_?(?:initialize|create)_model$")
 
 
 def frame_component(frame: Frame) -> Component | None:
+    # IPython qualifies a function with its class ("RowParallelLinear.weight_loader"): its own name decides.
+    function_name = frame.function.rsplit(".", 1)[-1]
     for name, path, function in _COMPILED:
-        if path.search(frame.path) or function.search(frame.function):
+        if path.search(frame.path) or function.search(function_name):
             return name
     return None
 

@@ -217,10 +217,11 @@ class Diagnoser:
             stop = offline_batch_done(window, [event.first_index for event in events.real()])
         if stop is not None and root is not None and root.first_index > stop:
             root = None
+        # Before ready, the interrupt's own stack still shows where start-up was stuck (a collective: a hang).
         found = [
             item
             for item in self._evidence(events, root, start)
-            if stop is None or item.index is None or item.index < stop
+            if stop is None or item.index is None or item.index < stop or (ready is None and item.source == "stack")
         ]
         calibration = load_calibration()
         decision = decide(found, calibration, window.numbers)

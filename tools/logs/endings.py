@@ -59,10 +59,11 @@ def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | 
 
 
 def operator_stop(window: LogWindow, ready: int | None) -> int | None:
-    """The first line after ``ready`` where the engine reports an operator's interrupt or termination signal;
-    None before ready or without one. What the engine reports after it (children ended by the same signal,
-    requests cut off) is the stop's consequence, not a failure."""
-    return None if ready is None else _first_signal(window, ready + 1)
+    """The first line after ``ready`` (from the start when there is none) where the engine reports an operator's
+    interrupt or termination signal; None without one. What the engine reports after it (children ended by the same
+    signal, requests cut off, a start-up that "failed" because it was interrupted) is the stop's consequence, not a
+    failure."""
+    return _first_signal(window, 0 if ready is None else ready + 1)
 
 
 def _first_signal(window: LogWindow, start: int) -> int | None:

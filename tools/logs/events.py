@@ -23,7 +23,7 @@ from tools.logs.prefixes import LineParts, split_line
 EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(
-    r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)'
+    r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)|\.py:\d+(?:\x1b\[[\d;]*m)?, in '
     r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |Test (?:CUDA|NCCL) failure |Caught signal |received signal \*"
     r"|\)\[0x[0-9a-f]"
     r"|^\s*\d+\s+0x[0-9a-f]+ \S+\(\)"
@@ -53,6 +53,11 @@ _WORKER_QUOTE = re.compile(r"Worker failed with error '(?P<message>.*)'(?:, plea
 _FUTURE = re.compile(r"""exception=(?P<type>[A-Z]\w*(?:Error|Exception))\(["'](?P<message>[^"']+)""")
 _VALIDATION_REASON = re.compile(r"^\s*(?:Value|Assertion|Type) error, (?P<reason>.+)")
 _MAX_SOURCE_LINES = 3
+# Python 3.13 and later print every line of a statement that spans several, each with its carets, and elide the
+# middle ("...<3 lines>..."): a frame's source can run to many lines.
+_MAX_STATEMENT_LINES = 24
+_ELIDED = re.compile(r"^\s*\.\.\.<\d+ lines?>\.\.\.\s*$")
+_IPYTHON_ARROW = re.compile(r"^-*> +\d+ ")  # IPython marks the frame's current line: "--> 452     weight_loader(...)"
 _MAX_CONTINUATION = 8
 _CRASH_PREAMBLE = 20  # lines between a signal report and its Python stack
 
@@ -254,13 +259,17 @@ class _Parser:
                 self.close(index)
             return
         block.since_frame += 1
-        if (
-            block.frames
-            and block.since_frame <= _MAX_SOURCE_LINES
-            and (text.startswith(" ") or _CARET.match(text) or text.startswith("raise "))
-        ):
+        source = bool(
+            text.startswith(" ")
+            or _CARET.match(text)
+            or text.startswith("raise ")
+            or _ELIDED.match(text)
+            or _IPYTHON_ARROW.match(text)
+        )
+        limit = _MAX_STATEMENT_LINES if source else _MAX_SOURCE_LINES
+        if block.frames and source and block.since_frame <= limit:
             self.source_lines.add(index)
-        elif block.since_frame > _MAX_SOURCE_LINES:
+        elif block.since_frame > limit:
             self.close(index)
 
     def open(self, index: int, origin: str | None, *, kind: EventKind, innermost_first: bool) -> _Block:

@@ -1,5 +1,6 @@
 """Stack frame lines of the tracebacks and stack dumps engines print: Python's ``File "...", line N, in f``
-(also wrapped onto two lines by a paste), py-spy's ``f (path.py:N)`` and c10's native ``frame #N: ...``."""
+(also wrapped onto two lines by a paste, or in IPython's ``File path.py:N, in f(...)``), py-spy's
+``f (path.py:N)`` and c10's native ``frame #N: ...``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 _PY_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+)["”], line (?P<line>\d+),? in (?P<function>[\w<>.]+)')
 # A frame whose "line N, in function" part was wrapped onto a later line when the log was pasted.
 _WRAPPED_FRAME = re.compile(r'^\s*File ["“](?P<path>[^"”]+\.py)["”],?\s*$')
+# IPython's and Jupyter's traceback: "File ~/lib/python3.12/site-packages/vllm/.../gemma3.py:452, in Model.load(...)"
+_IPYTHON_FRAME = re.compile(r"^\s*File (?P<path>[^\s\"]+\.py):(?P<line>\d+), in (?P<function>[\w<>.]+)")
 _SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?P<line>\d+)\)\s*$")
 _NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
 # glibc's backtrace ("[ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7d1d...]", Open MPI numbers them) and UCX's or
@@ -30,6 +33,9 @@ class Frame:
 def parse_frame(text: str) -> tuple[Frame | None, bool]:
     """A stack frame on this line and whether its listing runs innermost first."""
     match = _PY_FRAME.match(text)
+    if match is not None:
+        return Frame(match.group("path"), int(match.group("line")), match.group("function")), False
+    match = _IPYTHON_FRAME.match(text)
     if match is not None:
         return Frame(match.group("path"), int(match.group("line")), match.group("function")), False
     match = _WRAPPED_FRAME.match(text)

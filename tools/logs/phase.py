@@ -47,6 +47,9 @@ PHASE_ORDER: tuple[Phase, ...] = (
     "serving",
 )
 _TAIL_CHARS = 64 * 1024
+# Ray folds lines its workers repeat and prints the fold later ("... [repeated 2x across cluster]"): a summary of lines
+# already logged, which tells that other workers got as far, never that the engine went back to an earlier step.
+_RAY_REPEAT = "x across cluster]"
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,10 @@ def last_phase(window: LogWindow, library: SignatureLibrary, before: int | None 
         last: tuple[Phase, int] | None = None  # stage and position of the latest milestone
         for match in regex.finditer(text, start):
             stage = _stage(library, match)
-            if stage == "launch" and _quoted(window.lines[window.line_index_at(match.start())]):
+            line = window.lines[window.line_index_at(match.start())]
+            if stage == "launch" and _quoted(line):
+                continue
+            if _RAY_REPEAT in line and last is not None and not reached(stage, last[0]):
                 continue
             last = (stage, match.start())
         if last is not None:

@@ -36,6 +36,12 @@ KERNEL_BUILD_LINE = re.compile(
 _ACCEPT = re.compile(
     r"accept len: (?P<value>\d+(?:\.\d+)?)"
     r"|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)(?:[^\n]*?Drafted: (?P<drafted>\d+) tokens)?"
+    # vLLM's first engine reports a rate (accepted / drafted) and the tokens drafted so far:
+    # "Draft acceptance rate: 0.000, ..., Number of draft tokens tokens: 42272"
+    # (vLLM's later engine ends its line with "Avg Draft acceptance rate: 0.7%", a percentage: not this one)
+    r"|(?<!Avg )Draft acceptance rate: (?P<rate>[01]\.\d+)(?![\d%])"
+    r"(?:[^\n]*?Number of speculative tokens: (?P<lookahead>\d+))?"
+    r"(?:[^\n]*?Number of draft tokens(?: tokens)?: (?P<cumulative>\d+))?"
 )
 
 
@@ -99,6 +105,12 @@ def low_acceptance(window: LogWindow) -> tuple[int, float] | None:
     """The line and mean of the recent acceptance lengths when they are low and the sample is large enough."""
     values: list[tuple[int, float, int]] = []
     for match in _ACCEPT.finditer(window.text, max(len(window.text) - ACCEPT_SCAN_CHARS, 0)):
+        if match.group("rate") is not None:  # a rate over k drafted tokens a step: 1 + rate * k tokens a step
+            value = 1.0 + float(match.group("rate")) * int(match.group("lookahead") or 1)
+            drafted = int(match.group("cumulative") or 0)  # a running total, so the last reading counts alone
+            values = [(line, length, 0) for line, length, _ in values]
+            values.append((window.line_index_at(match.start()), value, drafted))
+            continue
         value = float(match.group("value") or match.group("vllm"))
         values.append((window.line_index_at(match.start()), value, int(match.group("drafted") or 0)))
     recent = values[-20:]
