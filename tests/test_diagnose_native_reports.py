@@ -147,3 +147,16 @@ def test_vllms_model_executor_is_the_models_code_not_the_scheduler() -> None:
     assert frame_component(model_code) == "model"
     executor = Frame("/opt/vllm/vllm/v1/executor/multiproc_executor.py", 90, "collective_rpc")
     assert frame_component(executor) == "scheduler"
+
+
+def test_rocms_report_of_a_gpu_page_fault_is_a_native_crash() -> None:
+    text = (
+        "[2026-01-05|10:00:02|core|rank=0] INFO     prefill batch: 1 request, 16384 tokens\n"
+        "Memory access fault by GPU node-3 (Agent handle: 0x55d1a0) on address 0x7f12a000. Reason: Page not present "
+        "or supervisor privilege.\n"
+        "GPU core dump failed\n"
+        "[launcher] rank exit codes [-6, -6]\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
+    assert diagnosis.key_line.startswith("Memory access fault by GPU node-3")

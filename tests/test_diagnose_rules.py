@@ -175,3 +175,47 @@ def test_an_unexplained_error_is_unknown_with_the_likeliest_classes_and_why() ->
     assert [alternative.diagnosis_class for alternative in diagnosis.alternatives] == ["model_load_error"]
     assert "weights were loading" in diagnosis.alternatives[0].why
     assert diagnosis.confidence < 0.5  # an unexplained error is rarely a class no rule knows
+
+
+def test_a_kernel_built_just_in_time_that_cannot_be_linked_is_a_failed_warm_up() -> None:
+    text = (
+        "INFO 03-02 10:00:01 [gpu_model_runner.py:1347] Model loading took 7.1 GiB and 12.4 seconds\n"
+        "INFO 03-02 10:00:09 [backends.py:430] Dynamo bytecode transform time: 6.02 s\n"
+        "/usr/bin/ld: cannot find -lcuda: No such file or directory\n"
+        "collect2: error: ld returned 1 exit status\n"
+        "ERROR 03-02 10:00:11 [core.py:396] EngineCore failed to start.\n"
+        "ERROR 03-02 10:00:11 [core.py:396] Traceback (most recent call last):\n"
+        'ERROR 03-02 10:00:11 [core.py:396]   File "/env/lib/python3.11/site-packages/vllm/v1/engine/core.py", '
+        "line 387, in run_engine_core\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "warmup_failed", diagnosis.why
+    assert "link_cuda_libraries" in [remedy.id for remedy in diagnosis.remedies]
+
+
+def test_a_store_wait_that_timed_out_is_a_peer_that_never_arrived() -> None:
+    frames = (
+        '[rank1]:   File "/env/lib/python3.11/site-packages/vllm/distributed/utils.py", line 197, in broadcast_obj\n'
+        "[rank1]:     recv_obj = pickle.loads(self.store.get(key))\n"
+    )
+    waited = "[rank1]: torch.distributed.DistStoreError: wait timeout after 600000ms, keys: /broadcast_from/0/12\n"
+    assert rules_alone("[rank1]: Traceback (most recent call last):\n" + frames + waited).diagnosis_class == "nccl_hang"
+    wrapped = (
+        "[rank2]: torch.distributed.DistBackendError: [2] is setting up NCCL communicator and retrieving ncclUniqueId "
+        "from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n"
+    )
+    assert rules_alone(wrapped).diagnosis_class == "nccl_hang"
+
+
+def test_a_name_the_distributed_layer_lacks_is_a_version_mismatch_not_a_failed_collective() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.11/site-packages/trainer/rollout.py", line 58, in init_process_group\n'
+        "    return self.llm.collective_rpc(\n"
+        '  File "/env/lib/python3.11/site-packages/vllm/entrypoints/llm.py", line 495, in collective_rpc\n'
+        "    executor = self.llm_engine.model_executor\n"
+        "AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class not in ("nccl_error", "nccl_hang"), diagnosis.why
+    assert diagnosis.root_cause is not None and diagnosis.root_cause.type == "AttributeError"

@@ -295,3 +295,42 @@ def test_vllm_first_engines_acceptance_rate_near_zero_is_a_drafter_that_does_not
         "tokens, Drafted: 3652 tokens, Per-position acceptance rate: 0.900, 0.800, Avg Draft acceptance rate: 0.7%\n"
     )
     assert rules_alone(served + later + later).diagnosis_class == "healthy"  # a percentage, not a rate of 0.7
+
+
+NCCL_TESTS_TABLE = (
+    "#                                                              out-of-place                       in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+    "           8             2     float     sum      -1     30.1    0.00    0.00      0     28.6    0.00    0.00"
+    "      0\n"
+)
+
+
+def test_a_results_row_that_counted_wrong_elements_is_a_failure_before_any_summary() -> None:
+    row = "     1048576        262144     float     sum      -1    663.1    1.58    1.58  {wrong}    569.4    1.84"
+    row += "    1.84  0\n"
+    wrong = rules_alone(NCCL_TESTS_HEADER + NCCL_TESTS_TABLE + row.format(wrong=23785))
+    assert wrong.diagnosis_class == "unknown" and wrong.raw_confidence >= 0.5, wrong.why
+    assert wrong.key_line.startswith("     1048576"), wrong.key_line
+    assert rules_alone(NCCL_TESTS_HEADER + NCCL_TESTS_TABLE + row.format(wrong=0)).diagnosis_class == "healthy"
+
+
+OLD_NCCL_TESTS_HEADER = (
+    "#   Rank  0 uses device  0 [0x04] Tesla P100-PCIE-16GB\n"
+    "#   Rank  1 uses device  1 [0x05] Tesla P100-PCIE-16GB\n"
+    "\n"
+    "#                                                 out-of-place                    in-place\n"
+    "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n"
+)
+
+
+def test_the_first_releases_of_nccl_tests_are_read_too() -> None:
+    # No root column and the largest error as a number: rows without error are collectives that ran.
+    rows = "".join(
+        f"         100           100    char     {op}    0.038   0.00   0.00    0e+00    0.046   0.00   0.00    0e+00\n"
+        for op in ("sum", "prod", "max")
+    )
+    assert rules_alone(OLD_NCCL_TESTS_HEADER + rows).diagnosis_class == "healthy"
+    # Its header comes once the communicators are up: silence after it is a collective that never completed.
+    assert rules_alone(OLD_NCCL_TESTS_HEADER, STALE).diagnosis_class == "nccl_hang"

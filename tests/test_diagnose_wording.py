@@ -490,7 +490,10 @@ NCCL_TESTS_RUN = (
 
 def test_a_finished_nccl_tests_run_is_healthy_unless_it_found_wrong_results() -> None:
     assert rules_alone(NCCL_TESTS_RUN.format(wrong=0, count="0 OK")).diagnosis_class == "healthy"
-    assert rules_alone(NCCL_TESTS_RUN.format(wrong=3, count="6 FAILED")).diagnosis_class == "nccl_error"
+    # Wrong values are none of the classes (data corrupted by NCCL, the driver or the fabric), however the summary is
+    # prefixed.
+    wrong = rules_alone(NCCL_TESTS_RUN.format(wrong=3, count="6 FAILED"))
+    assert wrong.diagnosis_class == "unknown" and wrong.raw_confidence >= 0.5, wrong.why
 
 
 VLLM_SERVING = (

@@ -29,7 +29,7 @@ SILENT_DEATH_PRIORITY = 20  # above an unexplained error (10) and the engines' g
 # ("Fatal Python error: _PyObject_AssertFailed") is not one and stays unexplained.
 _SIGNAL_DEATH = re.compile(
     r"Segmentation fault|Segfault|SIG(?:SEGV|BUS|ILL|FPE|ABRT)|Aborted|Bus error|Floating point exception"
-    r"|Illegal instruction"
+    r"|Illegal instruction|Memory access fault"
 )
 # NCCL's own symbols in a native crash report (the program counter's function, the library): a crash inside
 # NCCL is nccl_error even when no Python frame names the distributed code.

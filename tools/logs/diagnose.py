@@ -48,6 +48,7 @@ from tools.logs.kernel import kernel_evidence
 from tools.logs.learned import LearnedModel, load_model
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
 from tools.logs.lifecycle import no_failure_decision
+from tools.logs.measurements import acceptance_evidence, wrong_results_evidence
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import drafter_loading, last_phase
 from tools.logs.request_errors import (
@@ -61,7 +62,6 @@ from tools.logs.signals import (
     detect_engine,
     last_progress,
     last_ready,
-    low_acceptance,
     offline_batch_done,
     ready_after_failed_warmup,
 )
@@ -177,22 +177,7 @@ class Diagnoser:
                 )
             )
             found += hint_evidence(root, phase.phase if phase is not None else "not_started", self.library)
-        acceptance = low_acceptance(self.window)
-        if acceptance is not None:
-            found.append(
-                Evidence(
-                    "acceptance",
-                    "spec_decode_problem",
-                    15,
-                    0.6,
-                    acceptance[0],
-                    f"mean accept length {acceptance[1]:.2f} (1.0 means no gain)",
-                    ["check_draft_model", "disable_speculation"],
-                    f"Speculative decoding accepts almost nothing (mean accept length "
-                    f"{acceptance[1]:.2f}, 1.0 means no gain).",
-                )
-            )
-        return found
+        return found + acceptance_evidence(self.window) + wrong_results_evidence(self.window)
 
     def rules(self, log_age_seconds: float | None) -> RulesOutcome:
         """What the structural parse and the rules decide, before the learned model is consulted."""

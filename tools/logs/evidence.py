@@ -44,7 +44,7 @@ _STOPPING = re.compile(
 
 
 EvidenceSource = Literal[
-    "signature", "component", "stack", "phase", "exit", "acceptance", "error", "hint", "silent_death"
+    "signature", "component", "stack", "phase", "exit", "acceptance", "measurement", "error", "hint", "silent_death"
 ]
 
 

@@ -61,6 +61,8 @@ _PHASE_HINT: dict[str, tuple[DiagnosisClass, str]] = {
     "memory_profiling": ("cuda_oom", "it failed while memory was profiled and the KV cache sized"),
     "server": ("warmup_failed", "it failed once the HTTP server was up, during the warm-up"),
 }
+# Errors of code that calls a name its library does not have (two versions that disagree), not of a failure at run time.
+_CODE_MISMATCH = re.compile(r"\b(?:Attribute|Name|Import|ModuleNotFound)Error$")
 _CAPACITY = re.compile(
     r"memory|out of|exceed|larger than|not enough|available|no free|runs? out|too (?:small|large)", re.IGNORECASE
 )
@@ -149,6 +151,8 @@ def _component_class(root: ErrorEvent, component: str | None) -> tuple[Diagnosis
         return ("unsupported_arch", 0.7) if generation else ("attention_backend_error", 0.7)
     if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
         return None  # an error in the cache code that is not about its size
+    if component == "distributed" and root.type is not None and _CODE_MISMATCH.search(root.type):
+        return None  # code calling the distributed layer with a name it lacks: versions disagree, no collective ran
     return _COMPONENT_CLASS.get(component or "")
 
 
