@@ -74,6 +74,10 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     known = {
         "vllm-16777-cancelled-on-purpose-fatal-signal",
         "vllm-omni-915-diffusion-stage-init-timeout-while-downloading",
+        # Blind set 35, as it came (before any rule was written from it).
+        "nccl-colonel-otto-allgather-2node-healthy",
+        "transformerlab-api-381-sglang-plugin-capture-start",
+        "vllm-nestufng-dsv41-tp4-boot3-jit-loading",
     }
     assert flagged <= known, flagged
     assert parts["tune"]["healthy_flagged"] == len(flagged)
@@ -112,6 +116,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 31"]["count"], first["blind set 31"]["correct"]) == (82, 63)
     assert (first["blind set 33"]["count"], first["blind set 33"]["correct"]) == (61, 45)
     assert (first["blind set 34"]["count"], first["blind set 34"]["correct"]) == (58, 44)
+    assert (first["blind set 35"]["count"], first["blind set 35"]["correct"]) == (50, 36)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
