@@ -219,3 +219,98 @@ def test_a_name_the_distributed_layer_lacks_is_a_version_mismatch_not_a_failed_c
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class not in ("nccl_error", "nccl_hang"), diagnosis.why
     assert diagnosis.root_cause is not None and diagnosis.root_cause.type == "AttributeError"
+
+
+def test_a_model_configuration_that_is_not_json_is_the_models_files_not_the_arguments() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 1104, in create_model_config\n'
+        "    return ModelConfig(\n"
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, Expecting property name enclosed in double quotes: line 14 column 3 (char 388) "
+        "[type=value_error, input_value=ArgsKwargs((), {'model': '/models/local-vl'}), input_type=ArgsKwargs]\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "model_load_error", diagnosis.why
+    rejected = text.replace(
+        "Expecting property name enclosed in double quotes: line 14 column 3 (char 388)",
+        "max_model_len must be at least 1",
+    )
+    assert rules_alone(rejected).diagnosis_class == "config_error"
+
+
+def test_a_ranks_store_retries_after_another_ranks_error_are_its_consequence() -> None:
+    text = (
+        "(VllmWorker rank=0 pid=3301) ERROR 02-11 08:00:03 [multiproc_executor.py:470] ValueError: Free memory on "
+        "device (6.2/23.6 GiB) on startup is less than desired GPU memory utilization (0.9, 21.2 GiB). Decrease GPU "
+        "memory utilization or reduce GPU memory used by other processes.\n"
+        "[W211 08:00:03.120044 TCPStore.cpp:343] [c10d] TCP client failed to connect/validate to host 127.0.0.1:41021 "
+        "- retrying (try=0, timeout=600000ms, delay=512ms): Connection reset by peer\n"
+    )
+    assert rules_alone(text).diagnosis_class == "cuda_oom"
+    alone = text.splitlines(keepends=True)[1] * 3  # with no error before them, the retries are the failure
+    assert rules_alone(alone).diagnosis_class == "nccl_error"
+
+
+def test_the_engines_own_dummy_request_failing_is_a_failed_warm_up() -> None:
+    text = (
+        "(APIServer pid=51) INFO 07-01 10:00:02 [diffusion_engine.py:120] Model loaded; running a dummy request.\n"
+        "(APIServer pid=51) ERROR 07-01 10:00:09 [diffusion_engine.py:482] Execution failed for image request "
+        "dummy_warmup_0\n"
+        "(APIServer pid=51) ERROR 07-01 10:00:09 [diffusion_engine.py:482] Traceback (most recent call last):\n"
+        '(APIServer pid=51) ERROR 07-01 10:00:09 [diffusion_engine.py:482]   File "/env/lib/python3.12/site-packages/'
+        'omni/diffusion/runner.py", line 211, in step\n'
+        "(APIServer pid=51) ERROR 07-01 10:00:09 [diffusion_engine.py:482] torch._dynamo.exc.Unsupported: call_method "
+        "UserDefinedObjectVariable(Scheduler) step\n"
+    )
+    assert rules_alone(text).diagnosis_class == "warmup_failed"
+
+
+SERVING_THEN = (
+    "(APIServer pid=1) INFO 03-04 11:00:00 [loggers.py:123] Engine 000: Avg prompt throughput: 812.0 tokens/s, Avg "
+    "generation throughput: 2210.4 tokens/s, Running: 31 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.1%\n"
+)
+
+
+def test_after_the_engine_died_the_api_servers_own_reports_are_no_recovery() -> None:
+    died = (
+        "(EngineCore_DP0 pid=210) ERROR 03-04 11:00:07 [multiproc_executor.py:150] Worker proc VllmWorker-5 died "
+        "unexpectedly, shutting down executor.\n"
+        "(VllmWorker TP2 pid=330) INFO 03-04 11:00:07 [multiproc_executor.py:520] Parent process exited, terminating "
+        "worker\n"
+    )
+    probe = '(APIServer pid=1) INFO:     10.0.0.7:51130 - "GET /metrics HTTP/1.1" 200 OK\n'
+    later = SERVING_THEN.replace("11:00:00", "11:00:10") + probe
+    diagnosis = rules_alone(SERVING_THEN + died + later)
+    assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
+    assert diagnosis.key_line is not None and "died unexpectedly" in diagnosis.key_line
+
+
+def test_a_stalled_engine_behind_a_server_that_answers_probes_is_a_hang_and_answered_requests_a_recovery() -> None:
+    notice = (
+        "(EngineCore_DP0 pid=210) INFO 03-04 11:01:00 [shm_broadcast.py:705] No available shared memory broadcast "
+        "block found in 60 seconds. This typically happens when some processes are hanging or doing some "
+        "time-consuming work (e.g. compilation, weight/kv cache quantization).\n"
+    )
+    probe = '(APIServer pid=1) INFO:     127.0.0.1:{port} - "GET /metrics HTTP/1.1" 200 OK\n'
+    probes = "".join(probe.format(port=40000 + number) for number in range(6))
+    assert rules_alone(probes + notice + probes).diagnosis_class == "nccl_hang"
+    answered = '(APIServer pid=1) INFO:     10.0.0.9:{port} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    answers = "".join(answered.format(port=50000 + number) for number in range(3))
+    assert rules_alone(probes + notice + answers).diagnosis_class == "healthy"
+
+
+def test_no_progress_notices_while_a_kernel_builds_are_start_up_until_the_build_has_had_its_time() -> None:
+    build = (
+        "(Worker_TP0 pid=269) INFO 09-10 08:52:00 [model_runner.py:408] Model loading took 78.8 GiB memory and 232.4 "
+        "seconds\n"
+        "(Worker_TP0 pid=269) 2026-09-10 08:54:01,926 - INFO - core.py:447 - flashinfer.jit: Building JIT module "
+        "fp8_gemm_sm120; this can take several minutes on first use.\n"
+    )
+    notice = (
+        "(EngineCore pid=197) INFO 09-10 08:55:01 [shm_broadcast.py:801] No available shared memory broadcast block "
+        "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming "
+        "work (e.g. compilation, weight/kv cache quantization).\n"
+    )
+    assert rules_alone(build + notice * 3).diagnosis_class == "loading"
+    assert rules_alone(build + notice * 12).diagnosis_class == "nccl_hang"  # longer than a first build takes

@@ -334,3 +334,55 @@ def test_the_first_releases_of_nccl_tests_are_read_too() -> None:
     assert rules_alone(OLD_NCCL_TESTS_HEADER + rows).diagnosis_class == "healthy"
     # Its header comes once the communicators are up: silence after it is a collective that never completed.
     assert rules_alone(OLD_NCCL_TESTS_HEADER, STALE).diagnosis_class == "nccl_hang"
+
+
+def test_a_collective_test_that_concluded_and_exited_with_code_0_is_work_done() -> None:
+    run = (
+        NCCL_TESTS_HEADER
+        + NCCL_TESTS_TABLE
+        + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.0012\n#\n# Collective test concluded: "
+        "all_reduce_perf\n"
+    )
+    finished = rules_alone(run, DiagnosisHints(exit_code=0))
+    assert finished.diagnosis_class == "healthy", finished.why
+    # Without its closing lines an exit is still unexplained, and a failing exit code is never work done.
+    assert rules_alone(NCCL_TESTS_HEADER + NCCL_TESTS_TABLE, DiagnosisHints(exit_code=0)).diagnosis_class != "healthy"
+    assert rules_alone(run, DiagnosisHints(exit_code=1)).diagnosis_class != "healthy"
+
+
+def test_rows_of_a_collective_without_a_reduction_are_collectives_that_ran() -> None:
+    # broadcast_perf of 2021 releases: a root column but no reduction column, "N/A" when results are not checked.
+    table = (
+        "#                                                     out-of-place                       in-place\n"
+        "#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n"
+        "           8             2   float       0    45.82    0.00    0.00    N/A    38.17    0.00    0.00    N/A\n"
+    )
+    assert rules_alone(NCCL_TESTS_HEADER + table).diagnosis_class == "healthy"
+
+
+def test_rccls_unit_tests_report_the_nccl_call_that_failed() -> None:
+    text = (
+        "[ RUN      ] AllGather.InPlace\n"
+        "[ ERROR    ] Child 1 reports failure\n"
+        "[ ERROR    ] Child process 1 fails NCCL call ncclCommInitRank with code 2\n"
+        "[ ERROR    ] Child 1 failed on command [INIT_COMMS]:\n"
+        "[  FAILED  ] AllGather.InPlace (1204 ms)\n"
+    )
+    assert rules_alone(text).diagnosis_class == "nccl_error"
+
+
+def test_a_loggers_tag_for_a_redirected_stream_is_not_an_error_level() -> None:
+    # FastChat's logger, and the tools built on it, log a worker's stderr at ERROR: a progress bar is no failure.
+    text = (
+        "2026-03-01 09:00:01 | INFO | model_worker | Loading the model Qwen2-7B on worker 7f3a ...\n"
+        "2026-03-01 09:00:04 | ERROR | stderr | Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, "
+        "?it/s]\n"
+        "2026-03-01 09:00:04 | ERROR | stderr | \n"
+        "2026-03-01 09:00:09 | ERROR | stderr | Loading safetensors checkpoint shards:  50% Completed | 2/4 "
+        "[00:05<00:05,  2.51s/it]\n"
+        "2026-03-01 09:00:09 | ERROR | stderr | \n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "loading", diagnosis.why
+    failing = text + "2026-03-01 09:00:10 | ERROR | model_worker | CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert rules_alone(failing).diagnosis_class == "cuda_oom"

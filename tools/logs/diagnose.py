@@ -73,7 +73,8 @@ HINT_LINES_AFTER = 30
 ROOT_FRAMES = 6
 # Deaths reported after a Python exception are usually its consequence (the launcher ending the other
 # workers, a worker exiting on the error): they yield to the exception, even one no rule explains.
-CONSEQUENT_DEATHS = frozenset({"process-death-wording", "engine-core-died", "sigkill-exit"})
+# Signatures that follow from a rank's death: words of the death, and the store retries of the ranks left behind.
+CONSEQUENT_DEATHS = frozenset({"process-death-wording", "engine-core-died", "sigkill-exit", "store-connect-retrying"})
 CONSEQUENCE_PRIORITY = 8
 AROUND_BEFORE = 4  # lines shown before and after a death that followed the ready line
 AROUND_AFTER = 8

@@ -17,7 +17,7 @@ from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.library import DiagnosisClass, Signature, SignatureLibrary
 from tools.logs.phase import Phase, last_phase
 from tools.logs.prefixes import split_line
-from tools.logs.signals import KERNEL_BUILD_LINE, last_match
+from tools.logs.signals import KERNEL_BUILD_LINE, SELF_REPORT, last_match
 from tools.logs.window import LogWindow
 
 LAST_LINES = 30
@@ -38,6 +38,10 @@ HANGUP_EXIT_CODES = (-1, 129)  # SIGHUP: the terminal or session that started it
 SENT_SIGNAL_EXIT_CODES = (-3, 131, -10, 138, -12, 140, -14, 142)
 SURVIVAL_LOOKAHEAD_LINES = 200
 BUILD_LOOKBACK_LINES = 40
+# How long notices may follow a kernel build before they mean a hang: first builds of large kernels (FlashInfer's,
+# DeepGEMM's) take several minutes, and say so.
+BUILD_PATIENCE_SECONDS = 600
+_NOTICE_SECONDS = re.compile(r"found in (\d+) second")
 _STOPPING = re.compile(
     r"[Ss]hut(?:ting)? ?down|[Tt]erminat|[Ee]xit|[Kk]ill|[Ss]top|[Cc]lean(?:ing)? ?up|[Aa]bort|[Ff]ail"
 )
@@ -135,21 +139,31 @@ def signature_evidence(
 
 
 def _first_notice_during_build(signature: Signature, window: LogWindow, index: int) -> bool:
-    """The notice at ``index`` is the only one, and a compiler (a just-in-time kernel build) ran just before it."""
-    again = window.text_start_of(index + 1)
-    if any(regex.search(window.text, again) for regex in signature.regexes):
-        return False
+    """A compiler (a just-in-time kernel build) ran just before the notice at ``index``, and the notice is the only
+    one, or nothing but such notices followed it for no longer than a first build takes (the build goes on)."""
     before = window.lines[max(0, index - BUILD_LOOKBACK_LINES) : index]
-    return any(KERNEL_BUILD_LINE.search(line) for line in before)
+    if not any(KERNEL_BUILD_LINE.search(line) for line in before):
+        return False
+    again = window.text_start_of(index + 1)
+    if not any(regex.search(window.text, again) for regex in signature.regexes):
+        return True
+    after = [line for line in window.lines[index:] if line.strip()]
+    if not all(any(regex.search(line) for regex in signature.regexes) for line in after):
+        return False
+    waited = sum(int(seconds) for line in after for seconds in _NOTICE_SECONDS.findall(line)[:1])
+    return waited <= BUILD_PATIENCE_SECONDS
 
 
 def _start_up_went_on(signature: Signature, window: LogWindow, library: SignatureLibrary) -> bool:
-    """A start-up milestone follows the last of these notices: the slow work they waited for finished."""
+    """A start-up milestone follows the last of these notices: the slow work they waited for finished (the API
+    server's own reports are no milestone of the engine's)."""
     last_notice = max(
         (window.line_index_at(match.start()) for regex in signature.regexes if (match := last_match(window, regex))),
         default=None,
     )
     milestone = last_phase(window, library).index
+    if milestone is not None and SELF_REPORT.search(window.lines[milestone]):
+        return False
     return last_notice is not None and milestone is not None and milestone > last_notice
 
 

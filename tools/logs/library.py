@@ -90,8 +90,8 @@ class Signature(_Record):
     confidence: float = Field(ge=0.0, le=1.0)
     only_if_last: bool = False
     not_on_info_lines: bool = False  # wording engines also use in INFO/WARNING lines about a harmless case
-    # A notice of a wait that a just-in-time kernel build also explains: it says nothing when it appears once,
-    # right after a compiler ran.
+    # A notice of a wait that a just-in-time kernel build also explains: it says nothing when it appears right after
+    # a compiler ran, once, or repeated with nothing else for no longer than a first build takes.
     yields_to_kernel_build: bool = False
     prefer_exception_line: bool = False
     remedies: list[str]

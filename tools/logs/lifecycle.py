@@ -4,7 +4,9 @@
   before it is ``stopped``, whether or not the caller knows the process ended; so is a shutdown that follows
   the engine's report of an interrupt or termination signal (Ctrl+C, SIGTERM) before it was ready;
 - an exited process is never ``healthy`` (nor ``loading``): ``unknown`` with the finding
-  ``died_after_ready`` or ``exited_during_start_up`` (a SIGKILL exit is decided as evidence earlier);
+  ``died_after_ready`` or ``exited_during_start_up`` (a SIGKILL exit is decided as evidence earlier), except a
+  job (a collective test, a benchmark, a test run) that reported its work finished and exited with code 0:
+  ``healthy``, the work done;
 - a ready line, or batches and answered requests, make it ``healthy``;
 - an error-level line after the last start-up milestone outranks the milestones: ``unknown``, never
   ``loading`` (a failure printed without a traceback, e.g. a worker's one-line error);
@@ -56,7 +58,16 @@ _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 # NCCL logging a collective it runs (NCCL_DEBUG=INFO, "NCCL INFO AllReduce: opCount 16 ..."): the work of a job
 # whose only output is its collectives; silence after it is a collective that does not complete.
 _COLLECTIVE_OP = re.compile(r"NCCL INFO \w+: opCount [0-9a-f]+")
+# A job that is not a server saying its work finished: nccl-tests' closing lines, a serving benchmark's result block,
+# a test or benchmark run that completed.
+_JOB_FINISHED = re.compile(
+    r"Collective test concluded|Out of bounds values : 0 OK|Avg bus bandwidth +: [\d.]+|Serving Benchmark Result"
+    r"|(?i:\b(?:run|job|benchmark|tests?)s? completed successfully\b|\ball tests passed\b)"
+)
 _ERROR_LEVEL = re.compile(r"\bERROR\b|\bCRITICAL\b|\[E [\w.]+:\d+\]")
+# A logger named after a redirected stream tags each of its lines with one level (FastChat's "| ERROR | stderr |"):
+# the tag says where the line came from, not that it is an error.
+_STREAM_TAG = re.compile(r"\| [A-Z]+ \| std(?:err|out) \|")
 
 
 def _decision(
@@ -106,6 +117,17 @@ def no_failure_decision(
             f"The process ended during start-up ({phase.phase.replace('_', ' ')}) without a traceback or an error: "
             "only the interpreter's exit-time cleanup warning follows, as when the OS kills a process (out of host "
             "memory).",
+            [],
+            library,
+        )
+    finished = _job_finished(window) if hints.exit_code == 0 else None
+    if finished is not None:
+        return _decision(
+            calibration,
+            "healthy",
+            0.75,
+            finished,
+            "The job reported its work finished and exited with code 0; no failure came first.",
             [],
             library,
         )
@@ -305,6 +327,12 @@ def _last_collective_talk(window: LogWindow) -> int | None:
     return None
 
 
+def _job_finished(window: LogWindow) -> int | None:
+    """The last line of a job (not a server) that says its work finished, if any."""
+    found = [index for index, line in enumerate(window.lines) if _JOB_FINISHED.search(line)]
+    return found[-1] if found else None
+
+
 def _several_ranks(window: LogWindow) -> bool:
     return any(_SEVERAL_RANKS.search(line) for line in window.lines)
 
@@ -314,5 +342,5 @@ def _error_lines(window: LogWindow, library: SignatureLibrary, start: int) -> li
     return [
         index
         for index in range(max(start, 0), len(window.lines))
-        if _ERROR_LEVEL.search(window.lines[index]) and not library.is_benign(window.lines[index])
+        if _ERROR_LEVEL.search(_STREAM_TAG.sub("|", window.lines[index])) and not library.is_benign(window.lines[index])
     ]

@@ -19,10 +19,11 @@ ACCEPTANCE_PRIORITY = 15
 WRONG_RESULTS_PRIORITY = 60  # as the summary line's own report ("Out of bounds values : 2 FAILED")
 # Every nccl-tests results header names the algorithm bandwidth: a literal search skips other logs at once.
 _RESULTS_HEADER = "algbw"
-# A row of the releases that count wrong elements: size, count, type, reduction, root, then time, algbw, busbw and
-# #wrong out of place and in place (a launcher may label each line with its rank: " 0:      1048576 ...").
+# A row of the releases that count wrong elements: size, count, type, reduction (absent in tests without one), root,
+# then time, algbw, busbw and #wrong out of place and in place (a launcher may label each line with its rank:
+# " 0:      1048576 ...").
 _ROW = re.compile(
-    r"^(?: *\d+:)? +(?P<size>\d+) +\d+ +\w+ +(?:sum|prod|min|max|avg|none) +-?\d+"
+    r"^(?: *\d+:)? +(?P<size>\d+) +\d+ +\w+ +(?:(?:sum|prod|min|max|avg|none) +)?-?\d+"
     r" +[\d.]+ +[\d.]+ +[\d.]+ +(?P<out>\d+|N/A) +[\d.]+ +[\d.]+ +[\d.]+ +(?P<in>\d+|N/A)\s*$"
 )
 

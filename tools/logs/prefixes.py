@@ -45,6 +45,10 @@ _PREFIXES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"(?P<severity>[IWEF])\d{4} [\d:.]+ +\d+ [\w.-]+:\d+\] "), True),
     # Open MPI's tag on its signal handler's lines: "[host:pid] *** Process received signal ***"
     (re.compile(r"\[(?P<origin>(?![\w.-]*\.py:)[\w.-]+:\d+)\] "), False),
+    # FastChat's logger (and the tools built on it): "date | LEVEL | logger | ". Its loggers named after a redirected
+    # stream log every line of that stream at one level ("| ERROR | stderr |" for a progress bar): a tag, not a level.
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| [A-Z]+ \| std(?:err|out) \| ?"), True),
+    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| (?P<level>[A-Z]+) \| [\w.]+ \| ?"), True),
     (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? "), False),  # a plain date and time
 ]
 _SEVERITY = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}

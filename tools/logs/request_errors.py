@@ -5,6 +5,11 @@ serves, an exception raised and logged in the API layer (the OpenAI-compatible s
 and reasoning parsers, chat templates) fails that request alone: the server answers it with an error status and
 keeps serving. Such events are not the engine's failure. An error saying the engine itself is dead, or one in
 any other component, still is.
+
+The API server runs in a process of its own and goes on answering probes (``GET /metrics``, ``/health``) and
+logging its periodic statistics when the engine behind it has died or stopped making progress: after vLLM's report
+of a dead engine or worker process, no later line is an answer of the engine's; after its no-progress notice
+(the workers did not take the next broadcast), probes and statistics are not either, only requests answered.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from tools.logs.components import failing_component
 from tools.logs.events import ErrorEvent, LogEvents
 from tools.logs.library import SignatureLibrary
 from tools.logs.phase import last_phase
+from tools.logs.signals import SELF_REPORT
 from tools.logs.window import LogWindow
 
 _ENGINE_GONE = re.compile(r"Dead|[Ee]ngine ?[Cc]ore|died|shut ?down|[Cc]onnection (?:closed|reset)")
@@ -22,11 +28,38 @@ _ENGINE_GONE = re.compile(r"Dead|[Ee]ngine ?[Cc]ore|died|shut ?down|[Cc]onnectio
 _SERVER_STARTING = re.compile(r"serve_http|run_server\w*|build_and_serve|create_ssl_context|startup")
 
 
+# Signatures that say the engine behind the API server is dead, or stopped taking work.
+_ENGINE_DEAD = "engine-core-died"
+_NO_PROGRESS = "vllm-shm-broadcast-stall"
+
+
 def answered_before_errors(window: LogWindow, library: SignatureLibrary, events: LogEvents) -> int | None:
     """The line of an answered request (or another serving milestone) before the first error, or None."""
     first_error = min((event.first_index for event in events.real() if event.kind != "stack_dump"), default=None)
+    gone = engine_gone(window, library)
+    if gone is not None:
+        first_error = gone if first_error is None else min(first_error, gone)
     seen = last_phase(window, library, before=first_error)
     return seen.index if seen.phase == "serving" else None
+
+
+def engine_gone(window: LogWindow, library: SignatureLibrary) -> int | None:
+    """The first line saying the engine died, or stopped making progress with nothing but the API server's own
+    reports after it; None when there is none."""
+    regexes = {signature.id: signature.regexes for signature in library.signatures}
+    dead = _first_line(window, regexes.get(_ENGINE_DEAD, []), 0)
+    stalled = _first_line(window, regexes.get(_NO_PROGRESS, []), 0)
+    if stalled is not None:
+        later = last_phase(window, library)
+        if later.index is not None and later.index > stalled and not SELF_REPORT.search(window.lines[later.index]):
+            stalled = None
+    found = [index for index in (dead, stalled) if index is not None]
+    return min(found) if found else None
+
+
+def _first_line(window: LogWindow, regexes: list[re.Pattern[str]], start: int) -> int | None:
+    matches = [match.start() for regex in regexes if (match := regex.search(window.text, window.text_start_of(start)))]
+    return window.line_index_at(min(matches)) if matches else None
 
 
 def request_errors(events: LogEvents, ready: int) -> list[ErrorEvent]:

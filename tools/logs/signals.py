@@ -30,9 +30,12 @@ _VLLM_MARKS = re.compile(
 # A just-in-time kernel build under way (FlashInfer without prebuilt kernels, a torch extension, TileLang, ninja,
 # nvcc, ptxas): it can keep a start-up silent for minutes.
 KERNEL_BUILD_LINE = re.compile(
-    r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?)|ninja -v|ninja: |\bnvcc |\bptxas "
+    r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?|JIT module)|ninja -v|ninja: |\bnvcc |\bptxas "
     r"|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b|begins to compile"
 )
+# What vLLM's API server answers or logs by itself, also when the engine behind it has died or stalled: probes,
+# metrics scrapes, its periodic statistics.
+SELF_REPORT = re.compile(r'"GET /(?:metrics|health|ping|version|v1/models)\b[^"]*" \d{3}|Engine \d+: Avg ')
 _ACCEPT = re.compile(
     r"accept len: (?P<value>\d+(?:\.\d+)?)"
     r"|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)(?:[^\n]*?Drafted: (?P<drafted>\d+) tokens)?"
