@@ -41,3 +41,15 @@ def test_intels_runtime_losing_the_device_is_a_hardware_fault_and_its_memory_sho
     assert diagnosis.raw_confidence < 0.9  # Intel's drivers have also reported exhausted memory this way
     short = lost.replace("20 (UR_RESULT_ERROR_DEVICE_LOST)", "39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)")
     assert rules_alone(short).diagnosis_class == "cuda_oom"
+
+
+def test_an_operator_that_rejects_the_parameters_it_was_given_is_a_setting_it_does_not_take() -> None:
+    text = (
+        "(EngineCore_DP0 pid=512) ERROR 11-20 14:02:11 [core.py:866] EngineCore failed to start.\n"
+        "(EngineCore_DP0 pid=512) ERROR 11-20 14:02:11 [core.py:866] RuntimeError: call aclnnGroupedMatmulV4 failed:\n"
+        "AclNN_Parameter_Error(EZ1001): Tensor antiquantScale not implemented for DT_FLOAT16, should be in dtype "
+        "support list [DT_BFLOAT16, DT_FLOAT].\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "config_error", diagnosis.why
+    assert diagnosis.remedies[0].id == "check_flags"

@@ -314,3 +314,57 @@ def test_no_progress_notices_while_a_kernel_builds_are_start_up_until_the_build_
     )
     assert rules_alone(build + notice * 3).diagnosis_class == "loading"
     assert rules_alone(build + notice * 12).diagnosis_class == "nccl_hang"  # longer than a first build takes
+
+
+def test_a_data_parallel_rank_placed_beyond_the_visible_devices_is_a_setting_asking_for_too_many() -> None:
+    text = (
+        "(Worker pid=2210) ERROR 07-10 09:16:57 [multiproc_executor.py:898] WorkerProc failed to start.\n"
+        "(Worker pid=2210) ERROR 07-10 09:16:57 [multiproc_executor.py:898] Traceback (most recent call last):\n"
+        '(Worker pid=2210) ERROR 07-10 09:16:57 [multiproc_executor.py:898]   File "/env/lib/python3.12/site-packages/'
+        'vllm/v1/worker/gpu_worker.py", line 214, in init_device\n'
+        "(Worker pid=2210) ERROR 07-10 09:16:57 [multiproc_executor.py:898] AssertionError: DP adjusted local rank 2 "
+        "is out of bounds for 2 devices.\n"
+    )
+    assert rules_alone(text).diagnosis_class == "config_error"
+
+
+def test_a_client_that_gave_up_reaching_the_rendezvous_store_is_a_failed_connection() -> None:
+    text = (
+        "[E311 04:00:01.120044 socket.cpp:957] [c10d] The client socket has timed out after 600s while trying to "
+        "connect to (10.0.3.7, 29500).\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+        "torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to connect to "
+        "(10.0.3.7, 29500).\n"
+    )
+    assert rules_alone(text).diagnosis_class == "nccl_error"
+
+
+def test_rays_report_of_the_processes_its_memory_monitor_killed_is_a_kill_from_outside() -> None:
+    text = (
+        "2026-02-01 10:00:02,100 ERR cli.py:72 -- Job 'raysubmit_abc123' failed\n"
+        "PID     MEM(GB) COMMAND\n"
+        "7101    21.40   ray::RolloutEngine\n"
+        "7102    21.12   ray::RolloutEngine\n"
+        "Refer to the documentation on how to address the out of memory issue: "
+        "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory "
+        "on this node or reducing task parallelism by requesting more CPUs per task.\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
+    assert "check_host_memory" in [remedy.id for remedy in diagnosis.remedies]
+
+
+def test_a_pipeline_stages_warning_is_no_failure_and_its_offline_orchestrator_ready_is_ready() -> None:
+    text = (
+        "INFO 01-16 05:15:09 [omni.py:295] [Orchestrator] Stage-0 reported ready\n"
+        "INFO 01-16 05:15:09 [omni.py:321] [Orchestrator] All stages initialized successfully\n"
+        "(Worker pid=7711) [Stage-1] WARNING 01-16 05:15:26 [talker.py:228] Using sdpa attention backend "
+        "(flash_attention_2 not available or failed)\n"
+        "(Worker pid=7712) [Stage-2] INFO 01-16 05:16:20 [mrope.py:452] Multimodal token idx changed!\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "healthy", diagnosis.why
+    server = text.replace("[Orchestrator] All", "[AsyncOrchestrator] All")
+    assert rules_alone(server).diagnosis_class == "loading"  # its API server has still to start

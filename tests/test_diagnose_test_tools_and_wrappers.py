@@ -386,3 +386,29 @@ def test_a_loggers_tag_for_a_redirected_stream_is_not_an_error_level() -> None:
     assert diagnosis.diagnosis_class == "loading", diagnosis.why
     failing = text + "2026-03-01 09:00:10 | ERROR | model_worker | CUDA out of memory. Tried to allocate 2.00 GiB\n"
     assert rules_alone(failing).diagnosis_class == "cuda_oom"
+
+
+def test_an_nccl_tests_process_that_exited_with_the_tests_nccl_error_code_is_a_failed_nccl_call() -> None:
+    header = NCCL_TESTS_HEADER + NCCL_TESTS_TABLE.splitlines(keepends=True)[1]
+    launcher = (
+        "--------------------------------------------------------------------------\n"
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n"
+        "  Process name: [[4410,1],3]\n"
+        "  Exit code:    {code}\n"
+        "--------------------------------------------------------------------------\n"
+    )
+    assert rules_alone(header + launcher.format(code=3)).diagnosis_class == "nccl_error"
+    assert rules_alone(header, DiagnosisHints(exit_code=3)).diagnosis_class == "nccl_error"
+    assert rules_alone(header + launcher.format(code=2)).diagnosis_class != "nccl_error"  # a CUDA call failed
+
+
+def test_results_rows_pasted_without_their_indent_or_tagged_by_mpich_are_collectives_that_ran() -> None:
+    header = NCCL_TESTS_HEADER + NCCL_TESTS_TABLE.splitlines(keepends=True)[1]
+    pasted = "8             2     float     sum      -1    97.98    0.00    0.00      0    190.2    0.00    0.00"
+    pasted += "      0\n"
+    assert rules_alone(header + pasted).diagnosis_class == "healthy"
+    tagged = "[0]      1048576        262144     float     sum      -1[0]    1626.5    0.64    1.24      {wrong}[0]"
+    tagged += "    2302.3    0.46    0.87      0\n"
+    assert rules_alone(header + tagged.format(wrong=0)).diagnosis_class == "healthy"
+    assert rules_alone(header + tagged.format(wrong=12)).diagnosis_class == "unknown"  # wrong values counted

@@ -1,5 +1,6 @@
 """What a log's own measurements say is wrong when no error is printed: a speculative acceptance too low to
-gain anything, and collectives that nccl-tests found delivering wrong values.
+gain anything, collectives that nccl-tests found delivering wrong values, and the result code an nccl-tests
+process exited with.
 
 nccl-tests check every result and count the wrong elements in each row (the ``#wrong`` columns, out of place
 and in place); a run can print a row with wrong results and go on, with no error line until its summary (or
@@ -20,12 +21,20 @@ WRONG_RESULTS_PRIORITY = 60  # as the summary line's own report ("Out of bounds 
 # Every nccl-tests results header names the algorithm bandwidth: a literal search skips other logs at once.
 _RESULTS_HEADER = "algbw"
 # A row of the releases that count wrong elements: size, count, type, reduction (absent in tests without one), root,
-# then time, algbw, busbw and #wrong out of place and in place (a launcher may label each line with its rank:
-# " 0:      1048576 ...").
+# then time, algbw, busbw and #wrong out of place and in place (a launcher may label each line with its rank,
+# " 0:      1048576 ...", or each piece the test printed, "[0]  1048576 ... -1[0]  1626.5 ..."; a pasted row may
+# have lost its leading spaces).
 _ROW = re.compile(
-    r"^(?: *\d+:)? +(?P<size>\d+) +\d+ +\w+ +(?:(?:sum|prod|min|max|avg|none) +)?-?\d+"
-    r" +[\d.]+ +[\d.]+ +[\d.]+ +(?P<out>\d+|N/A) +[\d.]+ +[\d.]+ +[\d.]+ +(?P<in>\d+|N/A)\s*$"
+    r"^(?:\[\d+\])?(?: *\d+:)? *(?P<size>\d+) +\d+ +\w+ +(?:(?:sum|prod|min|max|avg|none) +)?-?\d+(?:\[\d+\] *| +)"
+    r"[\d.]+ +[\d.]+ +[\d.]+ +(?P<out>\d+|N/A)(?:\[\d+\] *| +)[\d.]+ +[\d.]+ +[\d.]+ +(?P<in>\d+|N/A)\s*$"
 )
+
+
+# nccl-tests exits with its result code (src/common.h: testSuccess 0, testInternalError 1, testCudaError 2,
+# testNcclError 3, ...); MPI's launcher reports the code of the first rank that failed ("Exit code:    3").
+TEST_NCCL_ERROR = 3
+TEST_RESULT_PRIORITY = 45  # below every signature that names the NCCL error itself
+_LAUNCHER_EXIT = re.compile(r"^\s*Exit code:\s+(\d+)\s*$")
 
 
 def acceptance_evidence(window: LogWindow) -> list[Evidence]:
@@ -73,3 +82,30 @@ def wrong_results_evidence(window: LogWindow) -> list[Evidence]:
                 )
             ]
     return []
+
+
+def test_result_evidence(window: LogWindow, exit_code: int | None) -> list[Evidence]:
+    """An nccl-tests run (its results header in the window) whose process, or whose first failed rank as the MPI
+    launcher reports it, exited with the tests' code for a failed NCCL call."""
+    if _RESULTS_HEADER not in window.text:
+        return []
+    reported = [
+        (index, int(match.group(1)))
+        for index, line in enumerate(window.lines)
+        if (match := _LAUNCHER_EXIT.match(line)) is not None
+    ]
+    index, code = reported[0] if reported else (len(window.lines) - 1, exit_code)
+    if code != TEST_NCCL_ERROR:
+        return []
+    return [
+        Evidence(
+            "measurement",
+            "nccl_error",
+            TEST_RESULT_PRIORITY,
+            0.7,
+            index,
+            f"an nccl-tests process exited with code {code}, the tests' code for a failed NCCL call",
+            ["nccl_debug_info", "nccl_p2p_disable"],
+            "An NCCL call of the collective test failed (nccl-tests' result code 3); its message is not in the log.",
+        )
+    ]

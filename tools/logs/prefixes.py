@@ -26,6 +26,7 @@ _PREFIXES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d+\s+"), False),  # short collector timestamps
     (re.compile(r"\s*\((?P<origin>[^()]*?pid=\d+[^()]*|raylet)\)\s?"), False),  # (EngineCore_DP0 pid=1), (raylet)
     (re.compile(r"\[(?P<origin>rank\d+)\]:\s?"), False),  # torch elastic / c10d rank prefix
+    (re.compile(r"\[(?P<origin>Stage-\d+)\] "), False),  # vLLM-Omni's stage of a multi-stage pipeline
     (re.compile(r"\[(?P<origin>\d+,\d+)\]<std(?:out|err)>:\s?"), False),  # mpirun --tag-output: [job,rank]<stdout>:
     # vLLM's header; its plugins (vllm-ascend) print the year too: "ERROR 2025-10-25 15:32:13.272 [file.py:597]"
     (
