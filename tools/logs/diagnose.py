@@ -48,7 +48,7 @@ from tools.logs.kernel import kernel_evidence
 from tools.logs.learned import LearnedModel, load_model
 from tools.logs.library import NO_FAILURE_CLASSES, SignatureLibrary, load_library
 from tools.logs.lifecycle import no_failure_decision
-from tools.logs.measurements import acceptance_evidence, test_result_evidence, wrong_results_evidence
+from tools.logs.measurements import acceptance_evidence, nccl_tests_exit_evidence, wrong_results_evidence
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import drafter_loading, last_phase
 from tools.logs.request_errors import (
@@ -179,7 +179,7 @@ class Diagnoser:
             )
             found += hint_evidence(root, phase.phase if phase is not None else "not_started", self.library)
         measured = acceptance_evidence(self.window) + wrong_results_evidence(self.window)
-        return found + measured + test_result_evidence(self.window, self.hints.exit_code)
+        return found + measured + nccl_tests_exit_evidence(self.window, self.hints.exit_code)
 
     def rules(self, log_age_seconds: float | None) -> RulesOutcome:
         """What the structural parse and the rules decide, before the learned model is consulted."""

@@ -84,7 +84,7 @@ def wrong_results_evidence(window: LogWindow) -> list[Evidence]:
     return []
 
 
-def test_result_evidence(window: LogWindow, exit_code: int | None) -> list[Evidence]:
+def nccl_tests_exit_evidence(window: LogWindow, exit_code: int | None) -> list[Evidence]:
     """An nccl-tests run (its results header in the window) whose process, or whose first failed rank as the MPI
     launcher reports it, exited with the tests' code for a failed NCCL call."""
     if _RESULTS_HEADER not in window.text:
