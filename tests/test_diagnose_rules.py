@@ -368,3 +368,24 @@ def test_a_pipeline_stages_warning_is_no_failure_and_its_offline_orchestrator_re
     assert diagnosis.diagnosis_class == "healthy", diagnosis.why
     server = text.replace("[Orchestrator] All", "[AsyncOrchestrator] All")
     assert rules_alone(server).diagnosis_class == "loading"  # its API server has still to start
+
+
+def test_the_engine_core_stopping_in_order_is_a_stop_and_its_clients_report_of_its_death_that_stop() -> None:
+    text = (
+        "Processed prompts:  50%|█████     | 2/4 [00:03<00:03,  1.52s/it]\n"
+        "(EngineCore pid=811) INFO 02-09 08:10:00 [core.py:1201] Shutdown initiated (timeout=0)\n"
+        "(EngineCore pid=811) INFO 02-09 08:10:00 [core.py:1224] Shutdown complete\n"
+        "ERROR 02-09 08:10:01 [core_client.py:704] Engine core proc EngineCore died unexpectedly, shutting down "
+        "client.\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "stopped", diagnosis.why
+    failed = text.replace(
+        "ERROR 02-09 08:10:01",
+        "ERROR 02-09 08:10:01 [core.py:900] Traceback (most recent call last):\n"
+        'ERROR 02-09 08:10:01 [core.py:900]   File "/env/lib/python3.12/site-packages/vllm/v1/engine/core.py", '
+        "line 890, in shutdown\n"
+        "ERROR 02-09 08:10:01 [core.py:900] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "ERROR 02-09 08:10:01",
+    )
+    assert rules_alone(failed).diagnosis_class != "stopped"  # an error after the shutdown began still counts

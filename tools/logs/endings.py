@@ -1,5 +1,5 @@
 """How a run ended, as its log tells: an operator's interrupt or termination signal, an orderly shutdown of the
-HTTP server, or the exit line the agent's process supervisor writes.
+HTTP server or of the engine core, or the exit line the agent's process supervisor writes.
 
 An operator's signal is one the engine reports receiving, unless the engine's own teardown sent it (its process
 manager signalling its children) or only a child reports it while the server never started a shutdown (the child
@@ -31,6 +31,10 @@ _SERVER_SHUTDOWN = re.compile(
     r"Shutting down FastAPI HTTP server|Waiting for application shutdown|Application shutdown complete"
     r"|Finished server process \[|Waiting for connections to close"
 )
+# vLLM's engine core stopping in order when asked ("Shutdown initiated (timeout=0)", then "Shutdown complete"): an
+# engine that was up; the client's report right after that the engine core "died unexpectedly" is that stop, seen
+# from the other side.
+_ENGINE_SHUTDOWN = re.compile(r"\] Shutdown (?:initiated \(timeout=\d+\)|complete)\s*$")
 # The engine's own process manager signalling its children as it tears down after a failure: a child's "received
 # signal=SIGTERM" that follows is that teardown, not an operator's stop, unless the server's own signal handler
 # reported a stop first.
@@ -55,7 +59,18 @@ def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | 
             shutdown.regex.search(line) for shutdown in library.shutdown
         ):
             return index
+        if _ENGINE_SHUTDOWN.search(line):
+            return index
     return signalled
+
+
+def engine_shut_down(window: LogWindow, error_lines: list[int]) -> int | None:
+    """The first line of the engine core's orderly shutdown when no error with a traceback or exception line
+    (``error_lines``) follows it: what the engine's other processes report afterwards is that stop."""
+    for index, line in enumerate(window.lines):
+        if "Shutdown " in line and _ENGINE_SHUTDOWN.search(line):
+            return None if any(error > index for error in error_lines) else index
+    return None
 
 
 def operator_stop(window: LogWindow, ready: int | None) -> int | None:
