@@ -47,8 +47,8 @@ def engine_gone(window: LogWindow, library: SignatureLibrary) -> int | None:
     """The first line saying the engine died, or stopped making progress with nothing but the API server's own
     reports after it; None when there is none."""
     regexes = {signature.id: signature.regexes for signature in library.signatures}
-    dead = _first_line(window, regexes.get(_ENGINE_DEAD, []), 0)
-    stalled = _first_line(window, regexes.get(_NO_PROGRESS, []), 0)
+    dead = _first_line(window, regexes.get(_ENGINE_DEAD, []))
+    stalled = _first_line(window, regexes.get(_NO_PROGRESS, []))
     if stalled is not None:
         later = last_phase(window, library)
         if later.index is not None and later.index > stalled and not SELF_REPORT.search(window.lines[later.index]):
@@ -57,8 +57,8 @@ def engine_gone(window: LogWindow, library: SignatureLibrary) -> int | None:
     return min(found) if found else None
 
 
-def _first_line(window: LogWindow, regexes: list[re.Pattern[str]], start: int) -> int | None:
-    matches = [match.start() for regex in regexes if (match := regex.search(window.text, window.text_start_of(start)))]
+def _first_line(window: LogWindow, regexes: list[re.Pattern[str]]) -> int | None:
+    matches = [match.start() for regex in regexes if (match := regex.search(window.text))]
     return window.line_index_at(min(matches)) if matches else None
 
 
