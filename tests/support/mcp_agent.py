@@ -68,10 +68,18 @@ class Bring:
             read_again = await self.call("diagnose_log", {"process": output["name"]})
             diagnosis = readiness.get("diagnosis") or read_again
             action = next(
-                item["action"]
-                for item in diagnosis["remedies"]
-                if item["action"].get("set_env") or item["action"].get("set_flag")
+                (
+                    item["action"]
+                    for item in diagnosis["remedies"]
+                    if item["action"].get("set_env") or item["action"].get("set_flag")
+                ),
+                None,
             )
+            if action is None:  # a bare StopIteration would surface as a RuntimeError that names nothing
+                raise AssertionError(
+                    f"{output['name']}: {readiness['outcome']} ({diagnosis['class']}: {diagnosis['key_line']!r}) "
+                    f"has no flag or environment remedy; attempts so far: {self.attempts}"
+                )
             config = copy.deepcopy(config)
             config.setdefault("env", {}).update(action.get("set_env") or {})
             for key, value in (action.get("set_flag") or {}).items():
