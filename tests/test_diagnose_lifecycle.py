@@ -1,5 +1,6 @@
 """How an engine ended, in the diagnosis: the supervisor's last line, the kernel's OOM-killer lines, an orderly
-stop, and the lines around a death after ready (real vLLM logs from tests/data/real_vllm)."""
+stop, and the lines around a death after ready (real vLLM logs from tests/data/real_vllm); how far a start-up got
+(short logs invented in the engines' style, the rules alone deciding)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from tools.hosts.supervise import LOG_PREFIX
 from tools.logs.diagnose import DiagnosisHints, diagnose_text
 from tools.logs.kernel import log_pids, oom_kill_lines
+from tools.logs.learned import LearnedModel
 
 REAL = Path(__file__).resolve().parent / "data" / "real_vllm"
 
@@ -54,3 +56,42 @@ def test_the_oom_killers_lines_about_the_engine_decide_process_killed() -> None:
     assert diagnosis.diagnosis_class == "process_killed"
     assert "OOM killer" in diagnosis.summary
     assert any(line.startswith("kernel: ") and str(worker) in line for line in diagnosis.evidence)
+
+
+def test_pytorchs_launcher_stopping_its_workers_on_a_termination_signal_is_a_stop() -> None:
+    text = (
+        "W0301 10:00:00.100000 2211 torch/distributed/elastic/agent/server/api.py:719] Received 15 death signal, "
+        "shutting down workers\n"
+        "W0301 10:00:00.101000 2211 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 2215 closing "
+        "signal SIGTERM\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/lib/python3.12/site-packages/torch/distributed/run.py", line 918, in main\n'
+        "torch.distributed.elastic.multiprocessing.api.SignalException: Process 2211 got signal: 15\n"
+    )
+    diagnosis = diagnose_text(text, model=LearnedModel())
+    assert diagnosis.diagnosis_class == "stopped", diagnosis.why
+    assert "was ready" not in diagnosis.summary  # nothing in the log says it was
+
+
+def test_a_just_in_time_kernel_build_after_the_warm_up_request_is_start_up_still_going() -> None:
+    warm_up = (
+        "[2026-02-10 09:00:01 TP0] Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
+        "#running-req: 0, #queue-req: 0\n"
+        "[2026-02-10 09:00:01 TP0] Entering DeepGEMM JIT Pre-Compile session. It may take a long time (typically 10-20 "
+        "mins) if you have not run `sglang.compile_deep_gemm`.\n"
+    )
+    assert diagnose_text(warm_up, model=LearnedModel()).diagnosis_class == "loading"
+    ready = warm_up + "[2026-02-10 09:14:40] The server is fired up and ready to roll!\n"
+    assert diagnose_text(ready, model=LearnedModel()).diagnosis_class == "healthy"
+
+
+def test_communicators_torn_down_after_their_collectives_are_not_a_start_up() -> None:
+    text = (
+        "node1:3301:3301 [0] NCCL INFO comm 0x55d1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+        "node1:3301:3301 [0] NCCL INFO AllReduce: opCount 1f sendbuff 0x7f10 recvbuff 0x7f10 count 4096 datatype 7 "
+        "op 0 root 0 comm 0x55d1 [nranks=2] stream 0x55e0\n"
+        "node1:3301:3390 [0] NCCL INFO [Service thread] Connection closed by localRank 1\n"
+        "node1:3301:3301 [0] NCCL INFO comm 0x55d1 rank 0 nranks 2 cudaDev 0 busId 1b000 - Abort COMPLETE\n"
+    )
+    diagnosis = diagnose_text(text, model=LearnedModel())
+    assert diagnosis.phase == "serving" and diagnosis.diagnosis_class != "loading", diagnosis.why

@@ -53,3 +53,42 @@ def test_an_operator_that_rejects_the_parameters_it_was_given_is_a_setting_it_do
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "config_error", diagnosis.why
     assert diagnosis.remedies[0].id == "check_flags"
+
+
+def test_a_kernel_that_faults_on_the_npu_is_a_failure_no_class_names_and_a_lost_heartbeat_is_not_one() -> None:
+    text = (
+        f"{WORKER}Traceback (most recent call last):\n"
+        f'{WORKER}  File "/env/lib/python3.11/site-packages/vllm_ascend/worker/model_runner_v1.py", line 1630, in '
+        "execute_model\n"
+        f"{WORKER}    torch.npu.synchronize()\n"
+        f"{WORKER}RuntimeError: ACL stream synchronize failed, error code:507015\n"
+    )
+    diagnosis = rules_alone(text)
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "npu-kernel-fault"), diagnosis.why
+    assert diagnosis.raw_confidence >= 0.5  # said, not left for a guess: a bug in a kernel or in the engine
+    lost = text.replace("error code:507015", "error code:507010")  # the device's lost heartbeat: the hardware's
+    assert rules_alone(lost).signature != "npu-kernel-fault"
+
+
+def test_the_first_replay_of_a_captured_ascend_graph_is_a_request_being_served() -> None:
+    captured = (
+        "(Worker_DP0_TP0 pid=336) INFO 06-05 17:29:10 [model_runner_v1.py:2100] Graph capturing finished in 41 secs\n"
+        "(EngineCore_DP0 pid=300) INFO 06-05 17:29:11 [core.py:210] init engine (profile, create kv cache, warmup "
+        "model) took 95.2 seconds\n"
+    )
+    assert rules_alone(captured).diagnosis_class == "loading"
+    replayed = captured + "(Worker_DP0_TP0 pid=336) INFO 06-05 17:30:56 [acl_graph.py:196] Replaying aclgraph\n"
+    diagnosis = rules_alone(replayed)
+    assert diagnosis.diagnosis_class == "healthy", diagnosis.why
+
+
+def test_a_kernel_that_requires_another_amd_generation_is_unsupported_arch() -> None:
+    text = (
+        f"{WORKER}Traceback (most recent call last):\n"
+        f'{WORKER}  File "/env/lib/python3.12/site-packages/vllm/v1/attention/backends/mla/rocm_aiter_mla.py", '
+        "line 140, in forward_decode\n"
+        f'{WORKER}    assert arch == "gfx950", f"fp8 mla decode requires gfx950 (CDNA4), got {{arch}}"\n'
+        f"{WORKER}AssertionError: fp8 mla decode requires gfx950 (CDNA4), got gfx90a\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "unsupported_arch", diagnosis.why

@@ -60,3 +60,27 @@ def test_an_offline_run_is_serving_once_prompts_complete_not_when_its_bar_appear
     assert rules_alone(begun, silent).diagnosis_class != "healthy"
     progressed = begun + "Processed prompts:  50%|█████     | 8/16 [00:04<00:04,  2.0it/s]\n"
     assert rules_alone(progressed).diagnosis_class == "healthy"
+
+
+SGLANG_READY = (
+    "[2026-03-01 10:00:00] The server is fired up and ready to roll!\n"
+    '[2026-03-01 10:00:05] INFO:     127.0.0.1:5522 - "POST /generate HTTP/1.1" 200 OK\n'
+)
+
+
+def test_a_disaggregated_transfer_that_fails_is_a_failure_and_a_cancelled_request_is_not() -> None:
+    failed = SGLANG_READY + (
+        "[2026-03-01 10:01:12 TP0] Decode transfer failed for request rank=0 decode_req.req.rid='5c1e' "
+        "decode_req.req.bootstrap_room=771 with exception KVTransferError(bootstrap_room=771): Failed to get kvcache "
+        "from prefill instance, it might be dead\n"
+    )
+    diagnosis = rules_alone(failed)
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "kv-transfer-failed"), diagnosis.why
+    cancelled = failed.replace("Failed to get kvcache from prefill instance, it might be dead", "Aborted by AbortReq.")
+    assert rules_alone(cancelled).diagnosis_class == "healthy"  # the client cancelled it
+
+
+def test_nan_in_the_logits_is_a_failure_although_the_engine_goes_on() -> None:
+    text = SGLANG_READY + "[2026-03-01 10:00:06 TP0] Detected errors during sampling! NaN in the logits.\n"
+    diagnosis = rules_alone(text)
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "nan-logits"), diagnosis.why

@@ -9,7 +9,8 @@
   speculative decoding runs, otherwise ``unknown`` with confidence (never the GPU generation: the kernel ran);
 - a worker's death reported just before the first error makes that error its consequence;
 - a failure whose only report is an echo, or whose first error is a process finding its peer gone, is a
-  process that died without an error of its own.
+  process that died without an error of its own, unless the echo is vLLM's list of the engine-core processes that
+  ended and none ended by a signal (its error was written elsewhere: ``unknown``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ _KERNEL_ASSERTION = re.compile(r"device-side assert(?:ion)? triggered")
 _DEATH_LOOKBACK_LINES = 12
 # What a process raises when the process it talks to is gone (a closed pipe or socket): a consequence.
 _PEER_GONE = re.compile(r"BrokenPipeError|EOFError|ConnectionResetError|ConnectionAbortedError|ZMQError")
+# vLLM's report of the engine-core processes that ended during start-up, with their exit codes: none that a signal
+# ended (a negative code) means no process was killed; the one that failed wrote its error elsewhere.
+_EXITED_ON_ITS_OWN = re.compile(r"Failed core proc\(s\): \{(?:'[\w-]+': \d+(?:, )?)*\}")
 
 
 def _evidence(
@@ -120,6 +124,10 @@ def silent_death_evidence(events: LogEvents, root: ErrorEvent | None, library: S
         echo = next((event for event in events.events if event.echo), None)
         if echo is None:
             return []
+        if _EXITED_ON_ITS_OWN.search(echo.message):
+            why = "the engine core ended on its own (no signal among its exit codes): its error is elsewhere"
+            remedies = ["inspect_traceback"]
+            return [Evidence("silent_death", "unknown", SILENT_DEATH_PRIORITY, 0.5, echo.index, why, remedies)]
         index, why = echo.index, "the failure points to a root cause that no process in the log wrote"
     why += " without an error of its own"
     remedies = list(library.class_remedies.get("process_killed", []))

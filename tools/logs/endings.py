@@ -25,6 +25,8 @@ _SUPERVISOR_EXIT = re.compile(
 _OPERATOR_SIGNAL = re.compile(
     r"received signal=?\s*SIG(?:INT(?!, Interrupt\.)|TERM)|[Rr]eceived SIG(?:INT|TERM)|\bSIG(?:INT|TERM) received\b"
     r"|\^C|(?<!raise )KeyboardInterrupt|: line \d+: +\d+ Terminated\b|WorkerProc was terminated"
+    # PyTorch's elastic launcher (torchrun) stopping its workers on the signal it got (2 SIGINT, 15 SIGTERM).
+    r"|Received (?:2|15) death signal|SignalException: Process \d+ got signal: (?:2|15)\b"
 )
 # The HTTP server's own shutdown (vLLM's launcher, uvicorn): a server that was up, even where the excerpt begins later.
 _SERVER_SHUTDOWN = re.compile(
@@ -41,7 +43,9 @@ _ENGINE_SHUTDOWN = re.compile(r"\] Shutdown (?:initiated \(timeout=\d+\)|complet
 _SELF_SENT = re.compile(r"send sig(?:term|int) to process")
 _SERVER_TRIGGER = re.compile(r"shutdown triggered")
 # Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
-_SIGNAL_WORDS = re.compile(r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated|WorkerProc was terminated")
+_SIGNAL_WORDS = re.compile(
+    r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated|WorkerProc was terminated|death signal|got signal"
+)
 # vLLM's worker reporting the termination signal it got (SIGTERM or SIGINT, raised as SystemExit): one worker alone
 # was signalled from outside; several at once are the engine stopped as a whole.
 _WORKER_TERMINATED = "WorkerProc was terminated"

@@ -97,15 +97,12 @@ def no_failure_decision(
     shutdown = orderly_shutdown(window, library, ready)
     if shutdown is not None:
         code = "" if hints.exit_code is None else f" (exit code {hints.exit_code})"
-        return _decision(
-            calibration,
-            "stopped",
-            0.85,
-            shutdown,
-            f"The engine was ready and then shut down in order{code}, as on a stop request; no failure came first.",
-            [],
-            library,
+        how = (
+            f"The engine was ready and then shut down in order{code}, as on a stop request"
+            if ready is not None
+            else f"A stop ended the run{code}: an operator's interrupt or termination signal, or an orderly shutdown"
         )
+        return _decision(calibration, "stopped", 0.85, shutdown, f"{how}; no failure came first.", [], library)
     # Before ready an operator's interrupt already counted as a stop above; what is left ended on its own.
     vanished = _vanished(window) if ready is None and hints.exit_code is None else None
     if vanished is not None:

@@ -20,7 +20,7 @@ RefusalKind = Literal["gpu_generation", "setting", "given_setting"]
 
 GPU_GENERATION = re.compile(
     r"compute capability|architecture|\bsm[_ ]?(?:[<>=]+ ?)?\d+|Ampere|Hopper|Turing|Volta|Blackwell|Ada\b|this GPU"
-    r"|GPUs? (?:is|are) not supported|device is not supported",
+    r"|\bgfx\d{3,4}\b|GPUs? (?:is|are) not supported|device is not supported",
     re.IGNORECASE,
 )
 # A parallelism setting the model, its quantization or the engine refuses: an option to change, not a broken model.
@@ -39,7 +39,12 @@ _DIMENSIONS_DISAGREE = re.compile(
 # The GPU itself named (not "architecture", which also names a model's architecture).
 _GPU_NAMED = re.compile(
     r"compute capability|\bsm[_ ]?\d{2,3}\b|this GPU|GPUs? (?:is|are) not supported|device is not supported"
-    r"|Ampere|Hopper|Turing|Volta|Blackwell",
+    r"|Ampere|Hopper|Turing|Volta|Blackwell|\bgfx\d{3,4}\b|\b[CR]DNA ?\d\b",
+    re.IGNORECASE,
+)
+# A check that states the GPU generation it requires ("mla_gluon requires gfx950 (CDNA4), got gfx942").
+_GPU_REQUIRED = re.compile(
+    r"\brequires?\b.{0,80}?(?:compute capability|\bsm_?\d{2,3}|\bgfx\d{3,4}\b|\b[CR]DNA ?\d\b|Ampere|Hopper|Blackwell)",
     re.IGNORECASE,
 )
 # A check that lists the values it accepts: the value given is an option to change.
@@ -77,7 +82,7 @@ def refusal_kind(root: ErrorEvent, window: LogWindow, component: str | None) -> 
         return None
     message = root.message
     refused = _REFUSED.search(message) is not None
-    if refused and _GPU_NAMED.search(message):
+    if (refused and _GPU_NAMED.search(message)) or _GPU_REQUIRED.search(message):
         return "gpu_generation"
     parallel = refused and _PARALLEL_SETTING.search(message) and not GPU_GENERATION.search(message)
     divisibility = _DIVISIBILITY.search(message) and not _DIMENSIONS_DISAGREE.search(message)

@@ -123,6 +123,12 @@ _FILE_ERROR = re.compile(r"[Ee]rror|not a valid|not found|does not exist|[Nn]o s
 # A crash in native code is explained by the component only where that component runs native code
 # that crashes for its own reasons; elsewhere (e.g. the weight loader) the crash is the runtime's.
 _CRASH_COMPONENTS = ("cuda_graph", "distributed")
+# A kernel's source or binary for this GPU's generation that is not there (a just-in-time library such as DeepGEMM
+# keeps one implementation per architecture, "impls/sm121_fp8_mqa_logits.cuh"): the kernels lack this generation.
+_ARCHITECTURE_KERNEL_MISSING = re.compile(
+    r"(?:Failed to open|[Nn]o such file|not found|[Cc]annot open|[Cc]ould not open)\W.*?"
+    r"\bsm_?\d{2,3}[a-z]?_\w*\.(?:cuh|cu|hpp|h|cubin|ptx)\b"
+)
 _SHAPE_REFUSED = re.compile(r"for this shape|[Ss]upported (?:\w+ )?shapes|head[_ ]?(?:dim|size)")
 _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
     "cuda_graph": ("cuda_graph_capture_failure", 0.75),
@@ -288,6 +294,8 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
             "the custom all-reduce failed while CUDA graphs were captured (it registers their buffers then)",
         )
     found += death_before_evidence(root, window, library)
+    if root.kind != "crash" and _ARCHITECTURE_KERNEL_MISSING.search(root.message):
+        add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "the kernel written for this GPU's generation does not exist")
     refusal = refusal_kind(root, window, component)
     if refusal == "gpu_generation":
         add("unsupported_arch", SPECIFIC_PRIORITY, 0.7, "a check refused something on this GPU's generation")

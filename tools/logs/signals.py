@@ -31,7 +31,7 @@ _VLLM_MARKS = re.compile(
 # nvcc, ptxas): it can keep a start-up silent for minutes.
 KERNEL_BUILD_LINE = re.compile(
     r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?|JIT module)|ninja -v|ninja: |\bnvcc |\bptxas "
-    r"|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b|begins to compile"
+    r"|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b|begins to compile|JIT Pre-Compile session"
 )
 # What vLLM's API server answers or logs by itself, also when the engine behind it has died or stalled: probes,
 # metrics scrapes, its periodic statistics.

@@ -1,0 +1,78 @@
+"""What the engines' own reports say: vLLM's memory-profiling check, its wait for the workers' answer to a step,
+its list of the engine-core processes that ended; SGLang's compilation for its CUDA graphs; a just-in-time kernel
+library without the file for this GPU generation. The logs are short and invented in the engines' style; the rules
+run alone (an empty learned model) so that the checks show what the rules decide.
+"""
+
+from __future__ import annotations
+
+from tools.logs.diagnose import Diagnosis, diagnose_text
+from tools.logs.learned import LearnedModel
+
+CORE = "(EngineCore_DP0 pid=418) ERROR 01-29 15:38:21 [core.py:946] "
+
+
+def rules_alone(text: str) -> Diagnosis:
+    return diagnose_text(text, model=LearnedModel())
+
+
+def test_free_memory_that_moved_during_profiling_is_a_co_tenant_and_unmoved_memory_an_engine_bug() -> None:
+    moved = (
+        "AssertionError: Error in memory profiling. Initial free memory 40.12 GiB,\n"  # wrapped as a poster might
+        "current free memory 41.5 GiB. This happens when other processes sharing the same\n"
+        "container release GPU memory while vLLM is profiling during initialization.\n"
+    )
+    diagnosis = rules_alone(moved)
+    assert diagnosis.diagnosis_class == "cuda_oom", diagnosis.why
+    unmoved = (
+        f"{CORE}AssertionError: Error in memory profiling. Initial free memory 22.6 GiB, current free memory 22.6 "
+        "GiB. This happens when other processes sharing the same container release GPU memory while vLLM is "
+        "profiling during initialization.\n"
+    )
+    diagnosis = rules_alone(unmoved)
+    assert diagnosis.diagnosis_class == "unknown" and diagnosis.raw_confidence >= 0.5, diagnosis.why
+
+
+def test_the_workers_not_answering_a_step_in_time_is_a_hang() -> None:
+    text = (
+        f"{CORE}Traceback (most recent call last):\n"
+        f'{CORE}  File "/env/lib/python3.12/site-packages/vllm/v1/executor/multiproc_executor.py", line 300, in '
+        "collective_rpc\n"
+        f"{CORE}TimeoutError: RPC call to execute_model timed out.\n"
+    )
+    assert rules_alone(text).diagnosis_class == "nccl_hang"
+
+
+def test_engine_cores_that_ended_without_a_signal_were_not_killed() -> None:
+    report = (
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. "
+        "Failed core proc(s): {}\n"
+    )
+    diagnosis = rules_alone(report)
+    assert diagnosis.diagnosis_class == "unknown" and diagnosis.raw_confidence >= 0.5, diagnosis.why
+    killed = report.replace("{}", "{'EngineCore_DP0': -9}")
+    assert rules_alone(killed).diagnosis_class == "process_killed"
+
+
+def test_sglangs_compilation_for_its_graphs_failing_is_a_capture_failure() -> None:
+    text = (
+        "[2026-01-10 12:00:00 TP0] Scheduler hit an exception: torch._dynamo.exc.BackendCompilerFailed: "
+        "backend='inductor' raised: AssertionError: unsupported op\n"
+        "Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2900, in run_scheduler_process\n'
+        "    scheduler = Scheduler(\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "cuda_graph_capture_failure", diagnosis.why
+    assert "disable_piecewise_cuda_graph" in [remedy.id for remedy in diagnosis.remedies]
+
+
+def test_a_kernel_file_missing_for_this_gpu_generation_is_unsupported_arch_and_another_missing_file_is_not() -> None:
+    text = (
+        "RuntimeError: Assertion error (include_parser.hpp:69):\n"
+        "Failed to open: /env/lib/python3.12/site-packages/deep_gemm/include/deep_gemm/impls/sm103_fp8_gemm_1d1d.cuh\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "unsupported_arch", diagnosis.why
+    common = text.replace("impls/sm103_fp8_gemm_1d1d.cuh", "common/utils.cuh")
+    assert rules_alone(common).diagnosis_class != "unsupported_arch"
