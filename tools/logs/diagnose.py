@@ -74,7 +74,9 @@ ROOT_FRAMES = 6
 # Deaths reported after a Python exception are usually its consequence (the launcher ending the other
 # workers, a worker exiting on the error): they yield to the exception, even one no rule explains.
 # Signatures that follow from a rank's death: words of the death, and the store retries of the ranks left behind.
-CONSEQUENT_DEATHS = frozenset({"process-death-wording", "engine-core-died", "sigkill-exit", "store-connect-retrying"})
+CONSEQUENCES_OF_AN_ERROR = frozenset(
+    {"process-death-wording", "engine-core-died", "sigkill-exit", "store-connect-retrying"}
+)
 CONSEQUENCE_PRIORITY = 8
 AROUND_BEFORE = 4  # lines shown before and after a death that followed the ready line
 AROUND_AFTER = 8
@@ -104,12 +106,13 @@ def _root_model(event: ErrorEvent, numbers: list[int | None]) -> RootCause:
 
 
 def _deaths_yield_to_their_cause(found: list[Evidence], root: ErrorEvent | None) -> list[Evidence]:
-    """Death signatures after the root cause's Python exception drop below an unexplained error."""
+    """Signatures of an error's consequences (deaths, store retries) after the root cause's Python exception drop
+    below an unexplained error."""
     if root is None or root.kind == "crash" or root.type is None:
         return found
     return [
         replace(item, priority=CONSEQUENCE_PRIORITY)
-        if item.signature in CONSEQUENT_DEATHS and item.index is not None and item.index > root.index
+        if item.signature in CONSEQUENCES_OF_AN_ERROR and item.index is not None and item.index > root.index
         else item
         for item in found
     ]
