@@ -19,11 +19,13 @@ Each rule reads one property of the first real error, never the wording of one k
 - a model that cannot be found while the speculative configuration is built is the drafter:
   ``spec_decode_problem``, above the wording that names a missing model in general; so is an
   architecture the engine refuses when it is a drafter's (an EAGLE-3 drafter given to the EAGLE method);
-- a check that refuses something on this GPU (its compute capability or generation named) is
-  ``unsupported_arch``, and one that refuses a parallelism setting (tensor, pipeline, data, expert
-  parallelism), a value it lists the valid ones for, a size that does not divide another, or a value the
-  operator gave is ``config_error``, whichever component raised it (the loader and the distributed layer
-  often do); a refused KV-cache data type is the attention backend's (:mod:`tools.logs.refusals`);
+- a check that refuses something on this GPU (its compute capability or generation named), or states the
+  generation it requires, is ``unsupported_arch``, and one that refuses a parallelism setting (tensor, pipeline,
+  data, expert parallelism), a value it lists the valid ones for, a size that does not divide another, or a value
+  the operator gave is ``config_error``, whichever component raised it (the loader and the distributed layer often
+  do); a refused KV-cache data type is the attention backend's (:mod:`tools.logs.refusals`);
+- a kernel file for this GPU's generation that does not exist (a just-in-time library keeps one implementation per
+  architecture) is ``unsupported_arch``;
 - where the innermost component names no class, the component that ran it may (an attention backend
   building the cache pool it reads).
 """
