@@ -36,17 +36,17 @@ _DIMENSION = r"(?:num_(?:attention_|key_value_|kv_)?heads|hidden_size|head_(?:di
 _DIMENSIONS_DISAGREE = re.compile(
     rf"\b{_DIMENSION}\W*(?:\(\d+\)|\d+)? (?:is not|must be|should be) (?:evenly )?divisible by {_DIMENSION}\b"
 )
-# The GPU itself named (not "architecture", which also names a model's architecture).
+# A GPU generation by name: its compute capability, NVIDIA's SM or AMD's gfx number, an architecture's name (not
+# "architecture" itself, which also names a model's architecture).
+_GENERATION_NAMED = (
+    r"compute capability|\bsm[_ ]?\d{2,3}[a-z]?\b|\bgfx\d{3,4}\b|\b[CR]DNA ?\d\b|Ampere|Hopper|Turing|Volta|Blackwell"
+)
+# The GPU itself named: its generation, or this GPU as such.
 _GPU_NAMED = re.compile(
-    r"compute capability|\bsm[_ ]?\d{2,3}\b|this GPU|GPUs? (?:is|are) not supported|device is not supported"
-    r"|Ampere|Hopper|Turing|Volta|Blackwell|\bgfx\d{3,4}\b|\b[CR]DNA ?\d\b",
-    re.IGNORECASE,
+    rf"{_GENERATION_NAMED}|this GPU|GPUs? (?:is|are) not supported|device is not supported", re.IGNORECASE
 )
 # A check that states the GPU generation it requires ("mla_gluon requires gfx950 (CDNA4), got gfx942").
-_GPU_REQUIRED = re.compile(
-    r"\brequires?\b.{0,80}?(?:compute capability|\bsm_?\d{2,3}|\bgfx\d{3,4}\b|\b[CR]DNA ?\d\b|Ampere|Hopper|Blackwell)",
-    re.IGNORECASE,
-)
+_GPU_REQUIRED = re.compile(rf"\brequires?\b.{{0,80}}?(?:{_GENERATION_NAMED})", re.IGNORECASE)
 # A check that lists the values it accepts: the value given is an option to change.
 _VALID_CHOICES = re.compile(
     r"[Vv]alid (?:options|choices|values|backends) (?:are|is|include)|must be one of|[Cc]hoose (?:one )?from"
