@@ -74,6 +74,8 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     known = {
         "vllm-16777-cancelled-on-purpose-fatal-signal",
         "vllm-omni-915-diffusion-stage-init-timeout-while-downloading",
+        # Blind set 39, as it came (before any rule was written from it).
+        "vllm-sfxnz-dgx-spark-tp2-idle-serving",
     }
     assert flagged <= known, flagged
     assert parts["tune"]["healthy_flagged"] == len(flagged)
@@ -116,6 +118,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 36"]["count"], first["blind set 36"]["correct"]) == (53, 38)
     assert (first["blind set 37"]["count"], first["blind set 37"]["correct"]) == (9, 8)
     assert (first["blind set 38"]["count"], first["blind set 38"]["correct"]) == (52, 34)
+    assert (first["blind set 39"]["count"], first["blind set 39"]["correct"]) == (41, 32)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
