@@ -76,3 +76,23 @@ def test_a_kernel_file_missing_for_this_gpu_generation_is_unsupported_arch_and_a
     assert diagnosis.diagnosis_class == "unsupported_arch", diagnosis.why
     common = text.replace("impls/sm103_fp8_gemm_1d1d.cuh", "common/utils.cuh")
     assert rules_alone(common).diagnosis_class != "unsupported_arch"
+
+
+def test_sgl_kernel_that_sees_no_gpu_is_an_installation_problem_not_a_missing_architecture() -> None:
+    report = (
+        "ImportError: \n"
+        "[sgl_kernel] CRITICAL: Could not load any common_ops library!\n"
+        "\n"
+        "Attempted locations:\n"
+        "1. Architecture-specific pattern: /env/sgl_kernel/sm90/common_ops.* - found files: []\n"
+        "2. Fallback pattern: /env/sgl_kernel/common_ops.* - found files: ['/env/sgl_kernel/common_ops.abi3.so']\n"
+        "3. Standard Python import: common_ops - failed\n"
+        "\n"
+        "GPU Info:\n"
+        "- Compute capability: {capability}\n"
+        "- Expected variant: {variant}\n"
+    )
+    no_gpu = rules_alone(report.format(capability="None", variant="CPU/No GPU detected (using precise math)"))
+    assert no_gpu.diagnosis_class == "unknown", no_gpu.why
+    missing = rules_alone(report.format(capability="121", variant="SM121"))
+    assert missing.diagnosis_class == "unsupported_arch", missing.why

@@ -92,3 +92,38 @@ def test_a_kernel_that_requires_another_amd_generation_is_unsupported_arch() -> 
     )
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "unsupported_arch", diagnosis.why
+
+
+def test_hccl_waiting_in_vain_for_a_peer_is_a_failed_collective_whatever_line_shows_it() -> None:
+    # HCCL's error codes (EIxxxx) name collective failures; a notify wait that times out is a peer that never sent.
+    notify = (
+        f"{WORKER}[ERROR] 2026-11-02-09:14:07 (PID:4410, Device:0, RankID:3) ERR00100 PTA call acl api failed.\n"
+        f"{WORKER}EI0002: [PID: 4410] 2026-11-02-09:14:07.101.202 The wait execution of the Notify register times "
+        "out. Reason: The Notify register has not received the Notify record from remote rank: [5].\n"
+    )
+    diagnosis = rules_alone(notify)
+    assert diagnosis.diagnosis_class == "nccl_error", diagnosis.why
+    # The device synchronisation that gave up on that wait (ACL 507048, a task that timed out) says the same alone.
+    timed_out = (
+        f"{WORKER}RuntimeError: npuSynchronizeDevice:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:479 NPU "
+        "function error: AclrtSynchronizeDeviceWithTimeout, error code is 507048\n"
+        f"{WORKER}[Error]: The execution of the internal task times out.\n"
+    )
+    diagnosis = rules_alone(timed_out)
+    assert diagnosis.diagnosis_class == "nccl_error", diagnosis.why
+    # torch_npu's "error code is N" is the same ACL code as "error code:N": a kernel fault either way.
+    fault = timed_out.replace("507048", "507015").replace("[Error]: The execution of the internal task times out.\n", "")
+    assert rules_alone(fault).signature == "npu-kernel-fault"
+
+
+def test_an_npu_operator_failing_inside_its_own_checks_is_a_failure_no_class_names() -> None:
+    text = (
+        f"{WORKER}RuntimeError: npu_moe_gating_top_k:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:48 NPU function "
+        "error: call aclnnMoeGatingTopK failed, error code is 561002\n"
+        f"{WORKER}EZ9999: Inner Error!\n"
+        f"{WORKER}EZ9999: [PID: 4410] 2026-11-02-09:14:07.101.202 expert count is: 64, but currently only support "
+        "256.[FUNC:CheckInputShape][FILE:moe_gating_top_k_tiling.cpp][LINE:166]\n"
+    )
+    diagnosis = rules_alone(text)
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "npu-operator-failed"), diagnosis.why
+    assert diagnosis.raw_confidence >= 0.5  # said, not left to the learned model's guess

@@ -84,3 +84,14 @@ def test_nan_in_the_logits_is_a_failure_although_the_engine_goes_on() -> None:
     text = SGLANG_READY + "[2026-03-01 10:00:06 TP0] Detected errors during sampling! NaN in the logits.\n"
     diagnosis = rules_alone(text)
     assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "nan-logits"), diagnosis.why
+
+
+def test_the_api_layer_warning_about_a_field_it_ignores_is_a_request_being_served() -> None:
+    started = "INFO 06-02 11:00:00 [api_server.py:1] vLLM API server version 0.10.0\n"
+    assert rules_alone(started).diagnosis_class == "loading"
+    ignored = (
+        "WARNING 06-02 11:00:05 [protocol.py:58] The following fields were present in the request but ignored: "
+        "{'max_completion_tokens'}\n"
+    )
+    diagnosis = rules_alone(started + ignored * 3)
+    assert diagnosis.diagnosis_class == "healthy", diagnosis.why
