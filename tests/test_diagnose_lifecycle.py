@@ -95,3 +95,15 @@ def test_communicators_torn_down_after_their_collectives_are_not_a_start_up() ->
     )
     diagnosis = diagnose_text(text, model=LearnedModel())
     assert diagnosis.phase == "serving" and diagnosis.diagnosis_class != "loading", diagnosis.why
+
+
+def test_the_engine_core_ending_on_a_signal_while_the_server_takes_requests_was_killed_from_outside() -> None:
+    serving = 'INFO:     127.0.0.1:40112 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    exiting = "DEBUG 12-18 18:27:34 [core.py:392] EngineCore exiting.\n"
+    added = "INFO 12-18 18:27:36 [async_llm.py:252] Added request chatcmpl-bea7d70dd962403abeb7b3f2234333a8.\n"
+    diagnosis = diagnose_text(serving + exiting + added, model=LearnedModel())
+    assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
+    assert diagnosis.key_line is not None and "EngineCore exiting" in diagnosis.key_line
+    # The server shutting down around it is the whole engine stopped.
+    shutdown = "INFO 12-18 18:27:36 [launcher.py:80] Shutting down FastAPI HTTP server.\n"
+    assert diagnose_text(serving + exiting + shutdown, model=LearnedModel()).diagnosis_class == "stopped"

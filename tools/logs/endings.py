@@ -1,5 +1,6 @@
 """How a run ended, as its log tells: an operator's interrupt or termination signal, an orderly shutdown of the
-HTTP server or of the engine core, or the exit line the agent's process supervisor writes.
+HTTP server or of the engine core, the engine core alone ending on a signal while the server went on, or the exit line
+the agent's process supervisor writes.
 
 An operator's signal is one the engine reports receiving, unless the engine's own teardown sent it (its process
 manager signalling its children) or only a child reports it while the server never started a shutdown (the child
@@ -46,6 +47,10 @@ _SERVER_TRIGGER = re.compile(r"shutdown triggered")
 _SIGNAL_WORDS = re.compile(
     r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated|WorkerProc was terminated|death signal|got signal"
 )
+# vLLM's engine core reporting the termination signal it got (its handler raises SystemExit, logged at DEBUG level as
+# "EngineCore exiting."), and the API server taking a request: the server went on after the core was gone.
+_CORE_EXITING = re.compile(r"\] EngineCore exiting\.\s*$")
+_REQUEST_TAKEN = re.compile(r"\] Added request |\"POST /v1/")
 # vLLM's worker reporting the termination signal it got (SIGTERM or SIGINT, raised as SystemExit): one worker alone
 # was signalled from outside; several at once are the engine stopped as a whole.
 _WORKER_TERMINATED = "WorkerProc was terminated"
@@ -74,6 +79,25 @@ def engine_shut_down(window: LogWindow, error_lines: list[int]) -> int | None:
     for index, line in enumerate(window.lines):
         if "Shutdown " in line and _ENGINE_SHUTDOWN.search(line):
             return None if any(error > index for error in error_lines) else index
+    return None
+
+
+def engine_core_signalled_alone(window: LogWindow) -> int | None:
+    """The line where vLLM's engine core reports ending on a termination signal while the API server went on taking
+    requests after it and started no shutdown, and no operator's signal shows: the core alone was signalled, from
+    outside (an orchestrator, a watchdog); None otherwise."""
+    for index, line in enumerate(window.lines):
+        if "EngineCore exiting" not in line or not _CORE_EXITING.search(line):
+            continue
+        after = window.lines[index + 1 :]
+        if (
+            any(_REQUEST_TAKEN.search(later) for later in after)
+            and not any(_SERVER_SHUTDOWN.search(later) for later in after)
+            and _SERVER_TRIGGER.search(window.text) is None
+            and _first_signal(window, 0) is None
+        ):
+            return index
+        return None
     return None
 
 

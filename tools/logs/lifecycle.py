@@ -10,6 +10,8 @@
 - a ready line, or batches and answered requests, make it ``healthy``;
 - an error-level line after the last start-up milestone outranks the milestones: ``unknown``, never
   ``loading`` (a failure printed without a traceback, e.g. a worker's one-line error);
+- vLLM's engine core ending on a termination signal while the server goes on taking requests and starts no
+  shutdown: ``process_killed`` (the core alone was signalled, from outside);
 - silent for ``stale_after_seconds`` with distributed (NCCL) initialisation as the last milestone:
   ``nccl_hang``; with several ranks and the weights loaded or memory being profiled (steps whose ranks
   synchronise through collectives) also ``nccl_hang``; with CUDA graph capture as the last milestone:
@@ -28,7 +30,7 @@ import re
 
 from tools.logs.calibration import Calibration
 from tools.logs.decide import Decision
-from tools.logs.endings import orderly_shutdown
+from tools.logs.endings import engine_core_signalled_alone, orderly_shutdown
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.models import Alternative, DiagnosisHints
 from tools.logs.phase import last_phase
@@ -103,6 +105,18 @@ def no_failure_decision(
             else f"A stop ended the run{code}: an operator's interrupt or termination signal, or an orderly shutdown"
         )
         return _decision(calibration, "stopped", 0.85, shutdown, f"{how}; no failure came first.", [], library)
+    signalled = engine_core_signalled_alone(window)
+    if signalled is not None:
+        return _decision(
+            calibration,
+            "process_killed",
+            0.55,
+            signalled,
+            "The engine core ended on a termination signal while the server went on taking requests and started no "
+            "shutdown: the core alone was signalled, from outside (an orchestrator, a watchdog).",
+            [],
+            library,
+        )
     # Before ready an operator's interrupt already counted as a stop above; what is left ended on its own.
     vanished = _vanished(window) if ready is None and hints.exit_code is None else None
     if vanished is not None:
