@@ -119,6 +119,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 37"]["count"], first["blind set 37"]["correct"]) == (9, 8)
     assert (first["blind set 38"]["count"], first["blind set 38"]["correct"]) == (52, 34)
     assert (first["blind set 39"]["count"], first["blind set 39"]["correct"]) == (41, 32)
+    assert (first["blind set 40"]["count"], first["blind set 40"]["correct"]) == (26, 22)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
