@@ -127,3 +127,17 @@ def test_an_npu_operator_failing_inside_its_own_checks_is_a_failure_no_class_nam
     diagnosis = rules_alone(text)
     assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "npu-operator-failed"), diagnosis.why
     assert diagnosis.raw_confidence >= 0.5  # said, not left to the learned model's guess
+
+
+def test_an_operator_failing_in_the_dummy_sampler_run_after_loading_is_the_warm_up() -> None:
+    """The plugin's model runner runs the sampler once on dummy data after the weights load (as vLLM's does): an
+    operator failing there is the warm-up's failure, even when the excerpt shows only that innermost frame."""
+    text = (
+        f'{WORKER}  File "/env/lib/python3.11/site-packages/vllm_ascend/worker/model_runner_v1.py", line 3293, in '
+        "_dummy_sampler_run\n"
+        f"{WORKER}    hidden_states = hidden_states[logit_indices]\n"
+        f"{WORKER}RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the "
+        "current working operator name is aclnnIndex.\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "warmup_failed", diagnosis.why

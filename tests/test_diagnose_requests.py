@@ -95,3 +95,18 @@ def test_the_api_layer_warning_about_a_field_it_ignores_is_a_request_being_serve
     )
     diagnosis = rules_alone(started + ignored * 3)
     assert diagnosis.diagnosis_class == "healthy", diagnosis.why
+
+
+def test_a_failed_transfer_before_the_first_answer_of_an_excerpt_is_a_failure() -> None:
+    """An excerpt that starts while a disaggregated decode instance serves: its failed transfer comes before any
+    answered request, with no exception after it; the requests answered later do not make it healthy."""
+    failed = (
+        "[2026-03-01 10:01:12 TP1] Decode transfer failed for request rank=1 decode_req.req.rid='5c1e' "
+        "decode_req.req.bootstrap_room=771 with exception KVTransferError(bootstrap_room=771): Failed due to an "
+        "unknown reason from another rank\n"
+    )
+    answered = '[2026-03-01 10:01:12] INFO:     10.0.0.1:41698 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    diagnosis = rules_alone(failed + answered * 3)
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "kv-transfer-failed"), diagnosis.why
+    cancelled = failed.replace("Failed due to an unknown reason from another rank", "Aborted by AbortReq.")
+    assert rules_alone(cancelled + answered * 3).diagnosis_class == "healthy"

@@ -141,6 +141,28 @@ def test_a_wrapper_that_names_no_error_is_not_taken_as_the_error() -> None:
     assert root is not None and root.message == "" and root.component == "kv_cache"
 
 
+def test_a_bare_assertion_in_the_cache_code_is_about_its_size_only_when_its_check_is() -> None:
+    """Python prints the failing ``assert`` statement under the innermost frame: a check of the cache's state is an
+    engine bug (no class), a check of free room is the cache running out of memory."""
+
+    def assertion(statement: str) -> str:
+        return (
+            "[2026-01-01 00:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/opt/sglang/python/sglang/srt/managers/schedule_policy.py", line 878, in add_one_req\n'
+            "    new_indices, req.last_node = self.tree_cache.init_load_back(\n"
+            '  File "/opt/sglang/python/sglang/srt/mem_cache/swa_component.py", line 448, in build_transfers\n'
+            f"    {statement}\n"
+            "AssertionError\n"
+        )
+
+    state = diagnose_text(
+        assertion("assert node.host_value is not None or node.value is not None"), model=LearnedModel()
+    )
+    assert state.diagnosis_class == "unknown", state.why
+    room = diagnose_text(assertion("assert self.available_size() >= need_size"), model=LearnedModel())
+    assert room.diagnosis_class == "cuda_oom", room.why
+
+
 def test_silence_after_distributed_initialisation_is_a_hang_only_when_stale() -> None:
     text = (
         "INFO 09-03 02:15:41 [multiproc_worker_utils.py:215] Worker ready; awaiting tasks\n"

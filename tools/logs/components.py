@@ -103,7 +103,7 @@ _TABLE: list[tuple[Component, str, str]] = [
         "warmup",
         r"/warmup/|/warmup\.py|kernel_warmup",
         r"^(?:kernel_warmup|compile_or_warm_up_model|\w*_warmup(?:_\w+)?|warmup_\w+|warming_up_\w+|_wait_and_warmup"
-        r"|_execute_server_warmup)$",
+        r"|_execute_server_warmup|_dummy_sampler_run)$",
     ),
     ("http_server", r"entrypoints|http_server|api_server|uvicorn|starlette|fastapi", r"^$"),
     ("compile", r"torch/_dynamo|torch/_inductor|/compilation/", r"^$"),

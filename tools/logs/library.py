@@ -94,6 +94,9 @@ class Signature(_Record):
     # a compiler ran, once, or repeated with nothing else for no longer than a first build takes.
     yields_to_kernel_build: bool = False
     prefer_exception_line: bool = False
+    # A failure of one request that only a serving engine reports, in a line of its own with no exception after it:
+    # an error even in an excerpt that starts after the engine's ready line, before it answered any request.
+    while_serving: bool = False
     remedies: list[str]
     summary: str
 

@@ -34,8 +34,13 @@ _NO_PROGRESS = "vllm-shm-broadcast-stall"
 
 
 def answered_before_errors(window: LogWindow, library: SignatureLibrary, events: LogEvents) -> int | None:
-    """The line of an answered request (or another serving milestone) before the first error, or None."""
-    first_error = min((event.first_index for event in events.real() if event.kind != "stack_dump"), default=None)
+    """The line of an answered request (or another serving milestone) before the first error (an exception, or
+    a failure that only a serving engine reports), or None."""
+    errors = [event.first_index for event in events.real() if event.kind != "stack_dump"]
+    serving_failure = _first_line(
+        window, [regex for item in library.signatures if item.while_serving for regex in item.regexes]
+    )
+    first_error = min(errors + ([] if serving_failure is None else [serving_failure]), default=None)
     gone = engine_gone(window, library)
     if gone is not None:
         first_error = gone if first_error is None else min(first_error, gone)

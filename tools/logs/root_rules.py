@@ -145,7 +145,17 @@ _COMPONENT_CLASS: dict[str, tuple[DiagnosisClass, float]] = {
 }
 
 
-def _component_class(root: ErrorEvent, component: str | None) -> tuple[DiagnosisClass, float] | None:
+def _stated(root: ErrorEvent, window: LogWindow) -> str:
+    """What the failing check says: the exception's message, or for a bare ``AssertionError`` the ``assert``
+    statement that Python prints under the innermost frame."""
+    if root.message or not (root.type or "").endswith("AssertionError") or not root.frames:
+        return root.message
+    after = root.frames[0].index + 1
+    source = window.lines[after].strip() if 0 < after < len(window.lines) else ""
+    return source if source.startswith("assert ") else ""
+
+
+def _component_class(root: ErrorEvent, component: str | None, stated: str) -> tuple[DiagnosisClass, float] | None:
     if root.kind == "crash":
         if component == "attention" and "Abort" in root.message:
             # An abort after a failed check (a CUDA error the kernel reported), not a host-side segfault.
@@ -157,7 +167,7 @@ def _component_class(root: ErrorEvent, component: str | None) -> tuple[Diagnosis
         # A kernel missing for this shape is the backend's, even on a GPU generation the message names.
         generation = GPU_GENERATION.search(root.message) and not _SHAPE_REFUSED.search(root.message)
         return ("unsupported_arch", 0.7) if generation else ("attention_backend_error", 0.7)
-    if component == "kv_cache" and root.message and not _CAPACITY.search(root.message):
+    if component == "kv_cache" and stated and not _CAPACITY.search(stated):
         return None  # an error in the cache code that is not about its size
     if component == "distributed" and root.type is not None and _CODE_MISMATCH.search(root.type):
         return None  # code calling the distributed layer with a name it lacks: versions disagree, no collective ran
@@ -276,11 +286,11 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
         remedies = list(library.class_remedies.get(diagnosis_class, []))
         found.append(Evidence("component", diagnosis_class, priority, confidence, root.index, why, remedies))
 
-    mapped = _component_class(root, component)
+    mapped = _component_class(root, component, _stated(root, window))
     if mapped is not None:
         add(mapped[0], COMPONENT_PRIORITY, mapped[1], f"the root cause's innermost frames are in {component}")
     elif root.kind != "crash" and (outer := _outer_component(root, component)) is not None:
-        outer_class = _component_class(root, outer)
+        outer_class = _component_class(root, outer, _stated(root, window))
         if outer_class is not None:
             why = f"the failure in {component} code was raised while {outer} code ran it"
             add(outer_class[0], COMPONENT_PRIORITY - 1, outer_class[1], why)
