@@ -6,11 +6,12 @@ A corpus part is an index TOML file, or a directory holding ``index.toml``, in e
   process_alive, seconds_since_output, stalled) with the logs under ``logs/<id>.log``;
 - ``[[cases]]`` entries of captured engine runs (id, expected_class, file, optional exit_code).
 
-Entries without a ``split`` are reported under the part's name (the directory's name, or the index
-file's stem when it is not ``index``). The main corpus holds excerpts from public issue threads,
-split into ``tune`` and ``holdout``; the logs of a real vLLM provoked on this project's CPU engine
-environment (``tests/data/real_vllm``, see docs/real-engine.md) are reported on their own as ``real_vllm``,
-and the cases provoked for blind sets 17 and 19 (``tests/data/real_vllm_blind``) as ``real_vllm_blind``.
+Entries without a ``split`` are reported under the part's name (the directory's name, or the index file's stem
+when it is not ``index``). The main corpus holds excerpts from public issue threads (a few from committed log
+files, forum threads and web pages), split into ``tune`` and ``holdout``; the logs of a real vLLM provoked on
+this project's CPU engine environment (``tests/data/real_vllm``, see docs/real-engine.md) are reported on their
+own as ``real_vllm``, and the cases provoked for blind sets 17 and 19 (``tests/data/real_vllm_blind``) as
+``real_vllm_blind``.
 For each part: accuracy overall and per true class, how many logs without a failure (``healthy``,
 ``loading``, ``stopped``) were called a failure, and how often each confidence band was right.
 
