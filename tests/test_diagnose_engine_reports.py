@@ -96,3 +96,22 @@ def test_sgl_kernel_that_sees_no_gpu_is_an_installation_problem_not_a_missing_ar
     assert no_gpu.diagnosis_class == "unknown", no_gpu.why
     missing = rules_alone(report.format(capability="121", variant="SM121"))
     assert missing.diagnosis_class == "unsupported_arch", missing.why
+
+
+def test_a_weight_name_logged_alone_before_the_traceback_is_the_checkpoints() -> None:
+    """vLLM's engine process logs a KeyError's text (the quoted key) on a line of its own before its traceback, which
+    an excerpt often cuts before the exception line: a key naming one layer's parameter is a weight that the
+    checkpoint and the loader disagree on."""
+    engine = "ERROR 05-15 11:58:24 [engine.py:448] "
+    text = (
+        "Loading safetensors checkpoint shards:   0% Completed | 0/2 [00:00<?, ?it/s]\n"
+        f"{engine}'model.layers.0.self_attn.q_proj.weight'\n"
+        f"{engine}Traceback (most recent call last):\n"
+        f'{engine}  File "/opt/vllm/vllm/engine/multiprocessing/engine.py", line 436, in run_mp_engine\n'
+        f"{engine}    engine = MQLLMEngine.from_vllm_config(\n"
+    )
+    diagnosis = rules_alone(text)
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("model_load_error", "weight-name-logged-alone")
+    assert diagnosis.line_number == 2
+    quoted = text.replace("'model.layers.0.self_attn.q_proj.weight'", "'max_model_len'")
+    assert rules_alone(quoted).signature != "weight-name-logged-alone"  # a key that is no layer's parameter

@@ -107,3 +107,30 @@ def test_the_engine_core_ending_on_a_signal_while_the_server_takes_requests_was_
     # The server shutting down around it is the whole engine stopped.
     shutdown = "INFO 12-18 18:27:36 [launcher.py:80] Shutting down FastAPI HTTP server.\n"
     assert diagnose_text(serving + exiting + shutdown, model=LearnedModel()).diagnosis_class == "stopped"
+
+
+def test_a_worker_that_died_explains_the_broadcast_stall_around_it() -> None:
+    stall = (
+        "DEBUG 07-04 17:35:10 [shm_broadcast.py:456] No available shared memory broadcast block found in 60 second.\n"
+    )
+    died = (
+        "ERROR 07-04 17:35:16 [multiproc_executor.py:140] Worker proc VllmWorker-1 died unexpectedly, shutting down "
+        "executor.\n"
+    )
+    assert diagnose_text(stall * 2, model=LearnedModel()).diagnosis_class == "nccl_hang"
+    diagnosis = diagnose_text(stall + died + stall * 3, model=LearnedModel())
+    assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
+
+
+def test_the_engines_broadcast_read_that_timed_out_is_its_no_progress_watchdog() -> None:
+    core = "(EngineCore pid=222) ERROR 08-15 11:20:19 [core.py:1361] "
+    text = (
+        f"{core}Traceback (most recent call last):\n"
+        f'{core}  File "/opt/vllm/vllm/distributed/device_communicators/shm_broadcast.py", line 610, in acquire_read\n'
+        f"{core}    self._spin_condition.wait(timeout_ms=read_timeout.timeout_ms())\n"
+        f'{core}  File "/opt/vllm/vllm/distributed/device_communicators/shm_broadcast.py", line 647, in timeout_ms\n'
+        f"{core}    raise TimeoutError\n"
+        f"{core}TimeoutError\n"
+    )
+    diagnosis = diagnose_text(text, model=LearnedModel())
+    assert diagnosis.diagnosis_class == "nccl_hang", diagnosis.why

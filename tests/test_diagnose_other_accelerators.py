@@ -141,3 +141,27 @@ def test_an_operator_failing_in_the_dummy_sampler_run_after_loading_is_the_warm_
     )
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "warmup_failed", diagnosis.why
+
+
+def test_a_feature_the_npu_generation_lacks_is_an_unsupported_device() -> None:
+    text = (
+        'File ".../vllm_ascend/_310p/attention/attention_mask.py", line 93, in get_attention_mask\n'
+        "    raise NotImplementedError(\"310P does not support runner_type='pooling'\")\n"
+        "NotImplementedError: 310P does not support runner_type='pooling'\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "unsupported_arch", diagnosis.why
+
+
+def test_the_hccl_watchdog_that_stopped_on_a_device_timeout_is_a_collective_failure() -> None:
+    text = (
+        "[rank7]:[E1212 12:10:10.131512730 compiler_depend.ts:1675] [Rank 7] HCCL watchdog thread terminated with "
+        "exception:\n"
+        "[ERROR] 2025-12-12-12:10:10 (PID:402, Device:7, RankID:-1) ERR02005 DIST internal error\n"
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "[Error]: The aicore execution times out.\n"
+        "EH9999[PID: 285] 2025-12-12-12:10:10.639.672 (EH9999):  [Query][Status]query event recorded status failed, "
+        "runtime result = 507014[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:162]\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "nccl_error", diagnosis.why

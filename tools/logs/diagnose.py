@@ -78,6 +78,7 @@ CONSEQUENCES_OF_AN_ERROR = frozenset(
     {"process-death-wording", "engine-core-died", "sigkill-exit", "store-connect-retrying"}
 )
 CONSEQUENCE_PRIORITY = 8
+_QUEUE_STALL = "vllm-shm-broadcast-stall"
 AROUND_BEFORE = 4  # lines shown before and after a death that followed the ready line
 AROUND_AFTER = 8
 
@@ -118,6 +119,14 @@ def _deaths_yield_to_their_cause(found: list[Evidence], root: ErrorEvent | None)
     ]
 
 
+def _stalls_yield_to_a_death(found: list[Evidence]) -> list[Evidence]:
+    """vLLM's broadcast queue stalls for good once a worker process is gone: with a death the log reports, the
+    stall notices around it are its consequence."""
+    if not any(item.signature == "process-death-wording" for item in found):
+        return found
+    return [replace(item, priority=CONSEQUENCE_PRIORITY) if item.signature == _QUEUE_STALL else item for item in found]
+
+
 class Diagnoser:
     """Applies the library to one window; build it with :func:`diagnose_file` or :func:`diagnose_text`."""
 
@@ -153,7 +162,7 @@ class Diagnoser:
         found = signature_evidence(self.window, self.library, engine, start, events.source_lines, root)
         found += root_evidence(root, self.window, self.library)
         found += stack_evidence(events, start, self.library)
-        found = _deaths_yield_to_their_cause(found, root)
+        found = _stalls_yield_to_a_death(_deaths_yield_to_their_cause(found, root))
         failure_lines = [
             item.index for item in found if item.index is not None and item.diagnosis_class not in NO_FAILURE_CLASSES
         ]

@@ -20,7 +20,9 @@ RefusalKind = Literal["gpu_generation", "setting", "given_setting"]
 
 GPU_GENERATION = re.compile(
     r"compute capability|architecture|\bsm[_ ]?(?:[<>=]+ ?)?\d+|Ampere|Hopper|Turing|Volta|Blackwell|Ada\b|this GPU"
-    r"|\bgfx\d{3,4}\b|GPUs? (?:is|are) not supported|device is not supported",
+    r"|\bgfx\d{3,4}\b|GPUs? (?:is|are) not supported|device is not supported"
+    # Ascend's NPU generations (an Atlas 300I Duo is a 310P, an A2 server a 910B)
+    r"|\b(?:310[PB]|910[BC]\d?)\b|\bAscend ?\d{3}",
     re.IGNORECASE,
 )
 # A parallelism setting the model, its quantization or the engine refuses: an option to change, not a broken model.

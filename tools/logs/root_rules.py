@@ -155,6 +155,11 @@ def _stated(root: ErrorEvent, window: LogWindow) -> str:
     return source if source.startswith("assert ") else ""
 
 
+def _read_broadcast_queue(root: ErrorEvent) -> bool:
+    """The failing call read vLLM's shared-memory broadcast queue (the engine waiting for its workers)."""
+    return any("shm_broadcast" in frame.path for frame in root.frames)
+
+
 def _component_class(root: ErrorEvent, component: str | None, stated: str) -> tuple[DiagnosisClass, float] | None:
     if root.kind == "crash":
         if component == "attention" and "Abort" in root.message:
@@ -169,6 +174,8 @@ def _component_class(root: ErrorEvent, component: str | None, stated: str) -> tu
         return ("unsupported_arch", 0.7) if generation else ("attention_backend_error", 0.7)
     if component == "kv_cache" and stated and not _CAPACITY.search(stated):
         return None  # an error in the cache code that is not about its size
+    if component == "distributed" and (root.type or "").endswith("TimeoutError") and _read_broadcast_queue(root):
+        return ("nccl_hang", 0.7)  # vLLM's own no-progress watchdog: the workers took nothing for its whole timeout
     if component == "distributed" and root.type is not None and _CODE_MISMATCH.search(root.type):
         return None  # code calling the distributed layer with a name it lacks: versions disagree, no collective ran
     return _COMPONENT_CLASS.get(component or "")
