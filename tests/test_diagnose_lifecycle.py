@@ -134,3 +134,26 @@ def test_the_engines_broadcast_read_that_timed_out_is_its_no_progress_watchdog()
     )
     diagnosis = diagnose_text(text, model=LearnedModel())
     assert diagnosis.diagnosis_class == "nccl_hang", diagnosis.why
+
+
+def test_batches_sglang_decodes_while_it_drains_on_a_signal_are_the_stop() -> None:
+    text = (
+        "[2025-04-26 10:13:01] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"
+        "[2025-04-26 10:13:04] Gracefully exiting... remaining number of requests 3\n"
+        "[2025-04-26 10:13:09] Gracefully exiting... remaining number of requests 2\n"
+        "[2025-04-26 10:13:18 TP0] Decode batch. #running-req: 1, #token: 11, token usage: 0.00, gen throughput "
+        "(token/s): 0.85, #queue-req: 0, \n"
+    )
+    diagnosis = diagnose_text(text, model=LearnedModel())
+    assert (diagnosis.diagnosis_class, diagnosis.line_number) == ("stopped", 1), diagnosis.why
+    undrained = text.replace("Gracefully exiting... remaining number of requests", "Scheduler queue length")
+    assert diagnose_text(undrained, model=LearnedModel()).diagnosis_class != "stopped"
+
+
+def test_the_stores_socket_that_waited_out_its_timeout_is_a_rank_that_never_came() -> None:
+    warning = (
+        "[rank{rank}]:[W806 22:23:09.971726955 socket.cpp:487] [c10d] waitForInput: socket SocketImpl(fd=109, "
+        "addr=[::ffff:10.0.0.2]:38930, remote=[::ffff:10.0.0.2]:47904) timed out after 1800000ms\n"
+    )
+    diagnosis = diagnose_text("".join(warning.format(rank=rank) for rank in range(4)), model=LearnedModel())
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("nccl_hang", "store-wait-timeout"), diagnosis.why

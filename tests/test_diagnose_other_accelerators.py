@@ -165,3 +165,17 @@ def test_the_hccl_watchdog_that_stopped_on_a_device_timeout_is_a_collective_fail
     )
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "nccl_error", diagnosis.why
+
+
+def test_an_engine_that_finds_no_device_platform_has_an_installation_problem() -> None:
+    text = (
+        "INFO 01-26 17:51:40 __init__.py:183] Automatically detected platform tpu.\n"
+        "ERROR 01-26 17:51:44 engine.py:387] Failed to infer device type\n"
+        "ERROR 01-26 17:51:44 engine.py:387] Traceback (most recent call last):\n"
+        'ERROR 01-26 17:51:44 engine.py:387]   File "/env/lib/python3.10/site-packages/vllm/config.py", line 1523, '
+        "in __init__\n"
+        'ERROR 01-26 17:51:44 engine.py:387]     raise RuntimeError("Failed to infer device type")\n'
+        "ERROR 01-26 17:51:44 engine.py:387] RuntimeError: Failed to infer device type\n"
+    )
+    diagnosis = rules_alone(text)
+    assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "engine-finds-no-platform"), diagnosis.why

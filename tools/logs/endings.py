@@ -44,6 +44,7 @@ _ENGINE_SHUTDOWN = re.compile(r"\] Shutdown (?:initiated \(timeout=\d+\)|complet
 _SELF_SENT = re.compile(r"send sig(?:term|int) to process")
 _SERVER_TRIGGER = re.compile(r"shutdown triggered")
 # Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
+_DRAINING = re.compile(r"Gracefully exiting\.\.\. remaining number of requests \d+")
 _SIGNAL_WORDS = re.compile(
     r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated|WorkerProc was terminated|death signal|got signal"
 )
@@ -61,6 +62,8 @@ def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | 
     Without a ready line the excerpt may begin after it: the HTTP server's shutdown then shows a server that was up;
     an operator's signal before it ended the start-up."""
     start = 0 if ready is None else ready + 1
+    if ready is not None and (draining := _draining_since_signal(window, ready)) is not None:
+        return draining
     signalled = _first_signal(window, start)
     for index in range(start, len(window.lines) if signalled is None else signalled):
         line = window.lines[index]
@@ -71,6 +74,16 @@ def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | 
         if _ENGINE_SHUTDOWN.search(line):
             return index
     return signalled
+
+
+def _draining_since_signal(window: LogWindow, ready: int) -> int | None:
+    """An operator's signal before the ready line that SGLang answered by draining its requests ("Gracefully
+    exiting... remaining number of requests 3"): the batches it decodes meanwhile are the stop's, not a server
+    that is up. The signal's line, or None."""
+    signalled = _first_signal(window, 0)
+    if signalled is None or signalled >= ready:
+        return None
+    return signalled if _DRAINING.search(window.text, window.text_start_of(signalled)) else None
 
 
 def engine_shut_down(window: LogWindow, error_lines: list[int]) -> int | None:
