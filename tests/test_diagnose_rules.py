@@ -161,6 +161,9 @@ def test_a_bare_assertion_in_the_cache_code_is_about_its_size_only_when_its_chec
     assert state.diagnosis_class == "unknown", state.why
     room = diagnose_text(assertion("assert self.available_size() >= need_size"), model=LearnedModel())
     assert room.diagnosis_class == "cuda_oom", room.why
+    prefix = "(EngineCore_DP0 pid=9) ERROR 01-01 00:00:00 [core.py:1] "
+    logged = "".join(prefix + line + "\n" for line in assertion("assert node.value is not None").splitlines())
+    assert diagnose_text(logged, model=LearnedModel()).diagnosis_class == "unknown"  # each line under a log prefix
 
 
 def test_silence_after_distributed_initialisation_is_a_hang_only_when_stale() -> None:

@@ -43,8 +43,9 @@ _ENGINE_SHUTDOWN = re.compile(r"\] Shutdown (?:initiated \(timeout=\d+\)|complet
 # reported a stop first.
 _SELF_SENT = re.compile(r"send sig(?:term|int) to process")
 _SERVER_TRIGGER = re.compile(r"shutdown triggered")
-# Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
+# SGLang draining its requests after a termination signal, before it exits.
 _DRAINING = re.compile(r"Gracefully exiting\.\.\. remaining number of requests \d+")
+# Every operator-signal line holds one of these words: a literal search finds candidates fast in a big window.
 _SIGNAL_WORDS = re.compile(
     r"SIGINT|SIGTERM|\^C|KeyboardInterrupt|Terminated|WorkerProc was terminated|death signal|got signal"
 )

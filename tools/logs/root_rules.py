@@ -40,6 +40,7 @@ from tools.logs.events import ErrorEvent
 from tools.logs.evidence import Evidence
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.phase import Phase, last_phase
+from tools.logs.prefixes import split_line
 from tools.logs.refusals import GPU_GENERATION, attention_backend_refusal, dimensions_disagree, refusal_kind
 from tools.logs.window import LogWindow
 
@@ -151,7 +152,7 @@ def _stated(root: ErrorEvent, window: LogWindow) -> str:
     if root.message or not (root.type or "").endswith("AssertionError") or not root.frames:
         return root.message
     after = root.frames[0].index + 1
-    source = window.lines[after].strip() if 0 < after < len(window.lines) else ""
+    source = split_line(window.lines[after]).text.strip() if 0 < after < len(window.lines) else ""
     return source if source.startswith("assert ") else ""
 
 
@@ -293,11 +294,12 @@ def root_evidence(root: ErrorEvent | None, window: LogWindow, library: Signature
         remedies = list(library.class_remedies.get(diagnosis_class, []))
         found.append(Evidence("component", diagnosis_class, priority, confidence, root.index, why, remedies))
 
-    mapped = _component_class(root, component, _stated(root, window))
+    stated = _stated(root, window)
+    mapped = _component_class(root, component, stated)
     if mapped is not None:
         add(mapped[0], COMPONENT_PRIORITY, mapped[1], f"the root cause's innermost frames are in {component}")
     elif root.kind != "crash" and (outer := _outer_component(root, component)) is not None:
-        outer_class = _component_class(root, outer, _stated(root, window))
+        outer_class = _component_class(root, outer, stated)
         if outer_class is not None:
             why = f"the failure in {component} code was raised while {outer} code ran it"
             add(outer_class[0], COMPONENT_PRIORITY - 1, outer_class[1], why)
