@@ -52,6 +52,7 @@ from tools.logs.measurements import acceptance_evidence, nccl_tests_exit_evidenc
 from tools.logs.models import Alternative, Diagnosis, DiagnosisHints, EngineGuess, FrameInfo, Remedy, RootCause
 from tools.logs.phase import drafter_loading, last_phase
 from tools.logs.request_errors import (
+    NO_PROGRESS_SIGNATURE,
     answered_before_errors,
     request_errors,
     serving_despite_request_errors,
@@ -78,7 +79,6 @@ CONSEQUENCES_OF_AN_ERROR = frozenset(
     {"process-death-wording", "engine-core-died", "sigkill-exit", "store-connect-retrying"}
 )
 CONSEQUENCE_PRIORITY = 8
-_QUEUE_STALL = "vllm-shm-broadcast-stall"
 AROUND_BEFORE = 4  # lines shown before and after a death that followed the ready line
 AROUND_AFTER = 8
 
@@ -124,7 +124,10 @@ def _stalls_yield_to_a_death(found: list[Evidence]) -> list[Evidence]:
     stall notices around it are its consequence."""
     if not any(item.signature == "process-death-wording" for item in found):
         return found
-    return [replace(item, priority=CONSEQUENCE_PRIORITY) if item.signature == _QUEUE_STALL else item for item in found]
+    return [
+        replace(item, priority=CONSEQUENCE_PRIORITY) if item.signature == NO_PROGRESS_SIGNATURE else item
+        for item in found
+    ]
 
 
 class Diagnoser:

@@ -30,7 +30,7 @@ _SERVER_STARTING = re.compile(r"serve_http|run_server\w*|build_and_serve|create_
 
 # Signatures that say the engine behind the API server is dead, or stopped taking work.
 _ENGINE_DEAD = "engine-core-died"
-_NO_PROGRESS = "vllm-shm-broadcast-stall"
+NO_PROGRESS_SIGNATURE = "vllm-shm-broadcast-stall"
 
 
 def answered_before_errors(window: LogWindow, library: SignatureLibrary, events: LogEvents) -> int | None:
@@ -53,7 +53,7 @@ def engine_gone(window: LogWindow, library: SignatureLibrary) -> int | None:
     reports after it; None when there is none."""
     regexes = {signature.id: signature.regexes for signature in library.signatures}
     dead = _first_line(window, regexes.get(_ENGINE_DEAD, []))
-    stalled = _first_line(window, regexes.get(_NO_PROGRESS, []))
+    stalled = _first_line(window, regexes.get(NO_PROGRESS_SIGNATURE, []))
     if stalled is not None:
         later = last_phase(window, library)
         if later.index is not None and later.index > stalled and not SELF_REPORT.search(window.lines[later.index]):
