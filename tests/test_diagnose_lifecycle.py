@@ -157,3 +157,22 @@ def test_the_stores_socket_that_waited_out_its_timeout_is_a_rank_that_never_came
     )
     diagnosis = diagnose_text("".join(warning.format(rank=rank) for rank in range(4)), model=LearnedModel())
     assert (diagnosis.diagnosis_class, diagnosis.signature) == ("nccl_hang", "store-wait-timeout"), diagnosis.why
+
+
+def test_silence_after_statistics_with_requests_running_is_an_engine_that_stopped() -> None:
+    stats = (
+        "INFO 08-06 09:37:{second} [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+        "throughput: 415.0 tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV cache usage: 41.5%\n"
+    )
+    busy = "".join(stats.format(second=second, running=50) for second in (26, 36, 46))
+    silent = DiagnosisHints(seconds_since_output=900)
+    stuck = diagnose_text(busy, silent, model=LearnedModel())
+    assert (stuck.diagnosis_class, stuck.line_number) == ("nccl_hang", 3), stuck.why
+    assert diagnose_text(busy, model=LearnedModel()).diagnosis_class == "healthy"  # still logging: working
+    idle = busy + stats.format(second=56, running=0)
+    assert diagnose_text(idle, silent, model=LearnedModel()).diagnosis_class == "healthy"  # nothing left to run
+    sglang = (
+        "[2025-07-01 10:00:05 TP0] Decode batch. #running-req: 3, #token: 900, token usage: 0.01, "
+        "gen throughput (token/s): 120.5, #queue-req: 0, \n"
+    )
+    assert diagnose_text(sglang, silent, model=LearnedModel()).diagnosis_class == "nccl_hang"

@@ -1,6 +1,6 @@
-"""Accelerators other than NVIDIA's in their runtimes' own words: Ascend's CANN operator store and Intel's Level Zero
-runtime (XPU). Each log is short and invented in the style of the engine's plugin for that device; the rules run
-alone (an empty learned model) so that the checks show what the rules decide.
+"""Accelerators other than NVIDIA's in their runtimes' own words: Ascend's CANN operator store, Intel's Level Zero
+runtime (XPU) and Rebellions' NPU runtime. Each log is short and invented in the style of the engine's plugin for that
+device; the rules run alone (an empty learned model) so that the checks show what the rules decide.
 """
 
 from __future__ import annotations
@@ -179,3 +179,12 @@ def test_an_engine_that_finds_no_device_platform_has_an_installation_problem() -
     )
     diagnosis = rules_alone(text)
     assert (diagnosis.diagnosis_class, diagnosis.signature) == ("unknown", "engine-finds-no-platform"), diagnosis.why
+
+
+def test_the_npu_runtimes_lack_of_device_memory_under_a_compilers_wrapper_is_memory() -> None:
+    text = (
+        f"{WORKER}torch._dynamo.exc.BackendCompilerFailed: backend='_rbln_backend' raised:\n"
+        f"{WORKER}RuntimeError: SYS_EBUSY: Lack of device memory. (code: -16)\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "cuda_oom", diagnosis.why

@@ -282,6 +282,12 @@ def test_pytorchs_heartbeat_monitor_is_a_hang_and_listed_routes_are_a_server_up(
         "Process will be terminated after dumping debug info.\n"
     )
     assert rules_alone(heartbeat).diagnosis_class == "nccl_hang"
+    stuck = (  # newer releases' wording, wrapped where the poster's terminal wrapped it
+        "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 6] "
+        "ProcessGroupNCCL'\ns watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+        "collectives.\n"
+    )
+    assert rules_alone(stuck).diagnosis_class == "nccl_hang"
     routes = (
         STARTED + "(APIServer pid=4) INFO 10-24 13:23:36 [launcher.py:46] Route: /v1/completions, Methods: POST\n"
         "(APIServer pid=4) INFO 10-24 13:23:36 [launcher.py:46] Route: /v1/chat/completions, Methods: POST\n"

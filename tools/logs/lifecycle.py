@@ -7,7 +7,9 @@
   ``died_after_ready`` or ``exited_during_start_up`` (a SIGKILL exit is decided as evidence earlier), except a
   job (a collective test, a benchmark, a test run) that reported its work finished and exited with code 0:
   ``healthy``, the work done;
-- a ready line, or batches and answered requests, make it ``healthy``;
+- a ready line, or batches and answered requests, make it ``healthy``, unless the log has been silent for
+  ``stale_after_seconds`` after statistics that showed requests running: ``nccl_hang`` (an engine with requests
+  in flight logs every few seconds);
 - an error-level line after the last start-up milestone outranks the milestones: ``unknown``, never
   ``loading`` (a failure printed without a traceback, e.g. a worker's one-line error);
 - vLLM's engine core ending on a termination signal while the server goes on taking requests and starts no
@@ -60,6 +62,9 @@ _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 # NCCL logging a collective it runs (NCCL_DEBUG=INFO, "NCCL INFO AllReduce: opCount 16 ..."): the work of a job
 # whose only output is its collectives; silence after it is a collective that does not complete.
 _COLLECTIVE_OP = re.compile(r"NCCL INFO \w+: opCount [0-9a-f]+")
+# An engine's periodic statistics with requests in flight (vLLM's "Running: 50 reqs", SGLang's "#running-req: 3"):
+# while requests run, the engine logs them every few seconds, so long silence after one is an engine that stopped.
+_REQUESTS_IN_FLIGHT = re.compile(r"Running: [1-9]\d* reqs|#running-req: [1-9]\d*")
 # A job that is not a server saying its work finished: nccl-tests' closing lines, a serving benchmark's result block,
 # a test or benchmark run that completed.
 _JOB_FINISHED = re.compile(
@@ -184,6 +189,24 @@ def no_failure_decision(
             f"No output for {age:.0f} s after a collective operation was the last work logged: the ranks probably "
             "wait in a collective (NCCL) that does not complete.",
             ["nccl_debug_info", "nccl_p2p_disable", "enable_p2p_check"],
+            library,
+        )
+    if (
+        phase.phase == "serving"
+        and stale
+        and phase.index is not None
+        and (ready is None or ready <= phase.index)
+        and _REQUESTS_IN_FLIGHT.search(window.lines[phase.index])
+    ):
+        return _decision(
+            calibration,
+            "nccl_hang",
+            0.5,
+            phase.index,
+            f"No output for {age:.0f} s while the last statistics showed requests running: an engine with work "
+            "logs every few seconds, so it has stopped making progress (a collective or a kernel that does not "
+            "complete).",
+            ["nccl_debug_info", "disable_custom_all_reduce", "disable_cuda_graph"],
             library,
         )
     if ready is not None:
