@@ -160,3 +160,20 @@ def test_rocms_report_of_a_gpu_page_fault_is_a_native_crash() -> None:
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "process_killed", diagnosis.why
     assert diagnosis.key_line.startswith("Memory access fault by GPU node-3")
+
+
+def test_ucxs_handler_with_a_space_in_its_bracket_and_a_gpu_threads_assertion_are_native_reports() -> None:
+    ucx = (
+        "(RayWorkerWrapper pid=1062) [decoder-0:1062 :0:1062] Caught signal 11 (Segmentation fault: address not "
+        "mapped to object at address (nil))\n"
+        "(RayWorkerWrapper pid=1062) ==== backtrace (tid:   1062) ====\n"
+        "(RayWorkerWrapper pid=1062)  0  /opt/hpcx/ucx/lib/libucs.so.0(ucs_handle_error+0x2e4) [0x7fb7980a2654]\n"
+    )
+    assert rules_alone(ucx).diagnosis_class == "process_killed"
+    assertion = "".join(
+        f"/env/lib/python3.12/site-packages/torch/_inductor/runtime/compile_tasks.py:45: <module>: block: [337,0,0], "
+        f"thread: [{thread},0,0] Assertion `index out of bounds: 0 <= tmp10 < 4096` failed.\n"
+        for thread in (112, 113, 114)
+    )
+    diagnosis = rules_alone(assertion)
+    assert diagnosis.diagnosis_class == "unknown" and "assertion" in diagnosis.why, diagnosis.why

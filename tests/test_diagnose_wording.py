@@ -1299,3 +1299,23 @@ def test_an_error_right_after_a_worker_died_is_the_deaths_consequence() -> None:
     assert diagnosis.diagnosis_class == "process_killed"
     assert diagnosis.key_line == died.rstrip("\n")  # the death, not the error it caused
     assert rules_alone(serving + consequence).diagnosis_class == "nccl_error"  # no death before it
+
+
+def test_a_bare_startup_line_an_engine_adding_a_request_and_a_collectives_verdict_are_work_going_on() -> None:
+    metal = "Native paged-attention Metal kernels loaded\nApplication startup complete\n"
+    assert rules_alone(metal).diagnosis_class == "healthy"
+    added = (
+        "INFO 04-03 01:39:46 llm_engine.py:477] init engine (profile, create kv cache, warmup model) took 2.39 s\n"
+        "INFO 04-03 01:40:00 engine.py:404] Added request 96572253-e97a-4c08-ab0f-495b3df97eb3.\n"
+    )
+    assert rules_alone(added).diagnosis_class == "healthy"
+    verdict = (
+        "rank 0 (GPU0): comm initialized\nrank 0 (GPU0): allreduce 0 enqueued\nrank 0 (GPU0): allreduce OK\n"
+        "RCCL 2-GPU allreduce: PASS\n"
+    )
+    assert rules_alone(verdict).diagnosis_class == "healthy"
+
+
+def test_too_little_of_a_named_devices_memory_for_the_kv_cache_is_memory() -> None:
+    text = "ValueError: Paged attention: not enough Metal memory for KV cache.\n  kv_budget=-12.05GB.\n"
+    assert rules_alone(text).diagnosis_class == "cuda_oom"

@@ -2,12 +2,14 @@
 
 Banners: the interpreter's fault handler, glibc-style signal reports, the banner of the stack printer
 PyTorch-based programs install ("!!!!!!! Segfault encountered !!!!!!!"), UCX's handler ("[host:pid:0:tid] Caught
-signal 11 (Segmentation fault: address not mapped ...)"), Open MPI's ("*** Process received signal ***", then
-"Signal: Segmentation fault (11)" on the next line) and ROCm's runtime's report of a GPU page fault, after which it
-aborts the process ("Memory access fault by GPU node-2 (Agent handle: ...) on address ..."). Checks: a native check
-that prints and exits (vLLM's CUDACHECK in csrc/custom_all_reduce.cuh, NCCL tests' NCCLCHECK): "Failed: Cuda error
-csrc/custom_all_reduce.cuh:368 'invalid argument'"; some builds omit the kind; nccl-tests' own: "Test CUDA failure
-common.cu:963 'invalid device ordinal'".
+signal 11 (Segmentation fault: address not mapped ...)", its bracket sometimes with a space), Open MPI's ("***
+Process received signal ***", then "Signal: Segmentation fault (11)" on the next line), ROCm's runtime's report of a
+GPU page fault, after which it aborts the process ("Memory access fault by GPU node-2 (Agent handle: ...) on address
+..."), and the line each GPU thread prints when a kernel's assertion fails ("...: block: [337,0,0], thread:
+[112,0,0] Assertion `index out of bounds: ...` failed."), the device-side assertion the host reports next. Checks: a
+native check that prints and exits (vLLM's CUDACHECK in csrc/custom_all_reduce.cuh, NCCL tests' NCCLCHECK):
+"Failed: Cuda error csrc/custom_all_reduce.cuh:368 'invalid argument'"; some builds omit the kind; nccl-tests' own:
+"Test CUDA failure common.cu:963 'invalid device ordinal'".
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from dataclasses import dataclass
 
 _BANNER = re.compile(
     r"^Fatal Python error: (?P<message>.+)|^\*\*\* (?P<signal>SIG[A-Z]+) received"
-    r"|^!+ ?(?P<banner>\w+) encountered ?!+|^\[[^\]\s]+\] Caught signal (?P<number>\d+) \((?P<caught>[^:)]+)"
+    r"|^!+ ?(?P<banner>\w+) encountered ?!+|^\[[^\]]+\] Caught signal (?P<number>\d+) \((?P<caught>[^:)]+)"
     r"|^\*\*\* Process received (?P<received>signal) \*\*\*"
     r"|^Memory access fault by GPU (?P<gpu>node-\d+)"
+    r"|block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] (?P<assertion>Assertion `.*` failed)"
 )
 _SIGNAL_NAMED = re.compile(r"^Signal: (?P<name>[^(]+?) \((?P<number>\d+)\)")
 _CHECK = re.compile(
@@ -49,6 +52,8 @@ def crash_banner(text: str) -> tuple[str, str] | None:
         return "signal", "Process received signal"
     if crash.group("gpu"):  # ROCm's runtime reports a GPU page fault this way, then aborts the process
         return "Memory access fault", f"Memory access fault by GPU {crash.group('gpu')} (the HIP runtime aborts)"
+    if crash.group("assertion"):  # printed by each GPU thread whose check failed; the host then reports it
+        return "device-side assertion", f"device-side assertion triggered: {crash.group('assertion')}"
     if crash.group("caught"):
         return f"signal {crash.group('number')}", crash.group("caught")
     return crash.group("banner"), f"{crash.group('banner')} encountered"
