@@ -107,8 +107,13 @@ def labelled_logs(corpus: Path = CORPUS, split: str = TRAINING_SPLIT) -> list[La
     return found
 
 
+def training_examples(logs: list[LabelledLog]) -> list[Example]:
+    """What the model learns from: the failure logs with error text."""
+    return [Example(log.features, log.truth, log.source) for log in logs if log.trains and log.features is not None]
+
+
 def train_on(logs: list[LabelledLog]) -> LearnedModel:
-    examples = [Example(log.features, log.truth, log.source) for log in logs if log.trains and log.features is not None]
+    examples = training_examples(logs)
     threads = len({example.source for example in examples})
     return train(
         examples,
@@ -142,9 +147,11 @@ def cross_validated_scores(logs: list[LabelledLog]) -> dict[str, list[ClassScore
     threads: dict[str, list[LabelledLog]] = defaultdict(list)
     for log in logs:
         threads[log.source].append(log)
+    everything = train_on(logs)
     scores = {}
-    for source, members in threads.items():
-        model = train_on([log for log in logs if log.source != source])
+    for members in threads.values():
+        left_out = training_examples(members)
+        model = everything.without(left_out) if left_out else everything
         for log in members:
             scores[log.id] = model.posterior(log.features) if log.features is not None else []
     return scores

@@ -85,6 +85,19 @@ def test_the_model_file_is_deterministic_and_round_trips() -> None:
     assert again.posterior(["m:memory"]) == train(examples()).posterior(["m:memory"])
 
 
+def test_a_model_less_some_examples_is_the_model_trained_without_them() -> None:
+    everything = train(examples())
+    for left_out in ([examples()[0]], [examples()[2], examples()[3]], [examples()[1], examples()[3]]):
+        rest = [example for example in examples() if example not in left_out]
+        less, retrained = everything.without(left_out), train(rest)
+        # A class or a feature no example is left with is gone, as from a recount.
+        assert (less.class_counts, less.features) == (retrained.class_counts, retrained.features)
+        assert list(less.features) == list(retrained.features)
+        for features in (["m:memory"], ["m:arguments", "t:kv"], ["x:ValueError", "t:choic"]):
+            assert less.posterior(features, top=10) == retrained.posterior(features, top=10)
+    assert "cuda_oom" not in everything.without([examples()[2], examples()[3]]).class_counts
+
+
 def unexplained_decision() -> Decision:
     return Decision("unknown", 0.35, 0.27, 3, "An error was logged.", "an error that no rule explains", [])
 

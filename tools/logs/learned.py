@@ -128,6 +128,32 @@ class LearnedModel(BaseModel):
                 lifts.append((lift, feature))
         return [feature for _, feature in sorted(lifts, key=lambda item: (-item[0], item[1]))[:SUPPORT_FEATURES]]
 
+    def without(self, examples: list[Example]) -> LearnedModel:
+        """The model :func:`train` gives on this model's training examples less ``examples`` (which must be
+        among them), counted by subtraction: the same counts in the same order, so the same scores to the
+        bit, at a fraction of a recount's cost (cross-validation trains one model per left-out thread)."""
+        class_counts = Counter(self.class_counts)
+        changed: dict[str, Counter[DiagnosisClass]] = {}
+        for example in examples:
+            class_counts[example.diagnosis_class] -= 1
+            for feature in set(example.features):
+                changed.setdefault(feature, Counter(self.features[feature]))[example.diagnosis_class] -= 1
+        features = dict(self.features)
+        for feature, counts in changed.items():
+            kept = {name: count for name, count in counts.items() if count > 0}
+            if kept:
+                features[feature] = kept
+            else:
+                del features[feature]
+        return LearnedModel.model_construct(
+            alpha=self.alpha,
+            weights=dict(self.weights),
+            temperature_per_feature=self.temperature_per_feature,
+            trained_on=self.trained_on,
+            class_counts={name: count for name, count in class_counts.items() if count > 0},
+            features=features,
+        )
+
 
 def train(examples: list[Example], *, weights: dict[str, float] | None = None, trained_on: str = "") -> LearnedModel:
     """Count, per class, the training logs that have each feature."""
