@@ -115,3 +115,36 @@ def test_a_weight_name_logged_alone_before_the_traceback_is_the_checkpoints() ->
     assert diagnosis.line_number == 2
     quoted = text.replace("'model.layers.0.self_attn.q_proj.weight'", "'max_model_len'")
     assert rules_alone(quoted).signature != "weight-name-logged-alone"  # a key that is no layer's parameter
+
+
+def test_sglangs_check_that_the_gpus_free_memory_is_balanced_is_a_co_tenant() -> None:
+    text = (
+        "[2026-01-05 10:00:00 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl/python/sglang/srt/model_executor/model_runner.py", line 300, in init_torch_distributed\n'
+        "    raise RuntimeError(\n"
+        "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+        "min_per_gpu_memory=101.79, local_gpu_memory=265.55, local_gpu_memory * 0.9=238.99\n"
+    )
+    assert rules_alone(text).diagnosis_class == "cuda_oom"
+
+
+PREFIX = "(Worker_TP0 pid=98743) ERROR 04-30 19:50:08 [multiproc_executor.py:949] "
+
+
+def test_a_check_failing_while_vllm_profiles_graph_memory_is_not_a_capture_failure() -> None:
+    def failure(inner: str) -> str:
+        return (
+            f"{PREFIX}Traceback (most recent call last):\n"
+            f'{PREFIX}  File "/v/vllm/v1/worker/gpu_worker.py", line 381, in determine_available_memory\n'
+            f'{PREFIX}  File "/v/vllm/v1/worker/gpu_model_runner.py", line 5864, in profile_cudagraph_memory\n'
+            f"{PREFIX}{inner}\n"
+            f"{PREFIX}ValueError: Widgets are disabled but failed to convert the specs to one type.\n"
+        )
+
+    # The failure is in the KV-cache set-up the profiling called: no graph was being captured.
+    kv_cache = '  File "/v/vllm/v1/core/kv_cache_utils.py", line 1216, in unify_hybrid_kv_cache_specs'
+    assert rules_alone(failure(kv_cache)).root_cause is not None
+    assert rules_alone(failure(kv_cache)).diagnosis_class != "cuda_graph_capture_failure"
+    # A capture the profiling ran shows its own frames, and is one.
+    capture = '  File "/v/vllm/v1/worker/gpu_model_runner.py", line 5900, in _capture_cudagraphs'
+    assert rules_alone(failure(capture)).diagnosis_class == "cuda_graph_capture_failure"

@@ -177,3 +177,22 @@ def test_ucxs_handler_with_a_space_in_its_bracket_and_a_gpu_threads_assertion_ar
     )
     diagnosis = rules_alone(assertion)
     assert diagnosis.diagnosis_class == "unknown" and "assertion" in diagnosis.why, diagnosis.why
+
+
+def test_a_native_backtrace_printed_before_the_fault_handlers_report_is_the_crashs_stack() -> None:
+    def crash(function: str, path: str) -> str:
+        return (
+            "host:191:25036 [5] NCCL INFO ncclCommSplit comm 0x55b6d0b44010 rank 5 nranks 16 - Init COMPLETE\n"
+            '[2025-02-25 06:55:22] INFO:     10.0.0.7:18498 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+            "==== backtrace (tid:  25645) ====\n"
+            " 0 0x0000000000042520 __sigaction()  ???:0\n"
+            f" 1 0x000000000006a920 {function}()  {path}:518\n"
+            " 2 0x0000000000094ac3 pthread_condattr_setpshared()  ???:0\n"
+            "=================================\n"
+            "Fatal Python error: Segmentation fault\n"
+        )
+
+    # A crash inside NCCL's proxy thread is NCCL's (nccl_error); the same report in other code is a native crash.
+    assert rules_alone(crash("ncclProxySaveOp", "/build/nccl/src/proxy.cc")).diagnosis_class == "nccl_error"
+    # The NCCL lines before the backtrace are no part of it.
+    assert rules_alone(crash("decode_block", "/build/codec/src/block.cc")).diagnosis_class == "process_killed"

@@ -188,3 +188,22 @@ def test_the_npu_runtimes_lack_of_device_memory_under_a_compilers_wrapper_is_mem
     )
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "cuda_oom", diagnosis.why
+
+
+def test_the_ascend_runtime_out_of_capture_streams_and_an_attention_operator_rejecting_its_layout() -> None:
+    prefix = "(Worker_TP3 pid=78100) ERROR 04-20 21:27:00 [multiproc_executor.py:932]        "
+    capture = (
+        f"{prefix}TraceBack (most recent call last):\n"
+        f"{prefix}New capture stream failed, stream_id=1987, event_id=[-1->70037].[FUNC:GetCaptureStream]\n"
+        f"{prefix}rtStreamWaitEvent execution failed, reason=driver error:resource alloc fail\n"
+    )
+    assert rules_alone(capture).diagnosis_class == "cuda_graph_capture_failure"
+    attention = (
+        f"{prefix}RuntimeError: npu_fusion_attention: NPU function error: call aclnnFlashAttentionVarLenScore failed\n"
+        f"{prefix}AclNN_Parameter_Error(EZ1001): FlashAttentionScore launch kernel failed.\n"
+        f"{prefix}Get unsupported layout: TND[FUNC:AnalyzeLayout]\n"
+    )
+    assert rules_alone(attention).diagnosis_class == "attention_backend_error"
+    # The same check on a quantized matmul stays a setting the kernel does not take.
+    matmul = f"{prefix}AclNN_Parameter_Error(EZ1001): when weight's dtype is [int4], antiquantGroupSize should be 128\n"
+    assert rules_alone(matmul).diagnosis_class == "config_error"

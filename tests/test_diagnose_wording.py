@@ -1319,3 +1319,39 @@ def test_a_bare_startup_line_an_engine_adding_a_request_and_a_collectives_verdic
 def test_too_little_of_a_named_devices_memory_for_the_kv_cache_is_memory() -> None:
     text = "ValueError: Paged attention: not enough Metal memory for KV cache.\n  kv_budget=-12.05GB.\n"
     assert rules_alone(text).diagnosis_class == "cuda_oom"
+
+
+def test_a_kernel_built_for_one_generation_and_a_runtime_error_name_alone_are_failures() -> None:
+    text = "This kernel only supports sm120.\ncudaErrorLaunchFailure: unspecified launch failure\n"
+    assert rules_alone(text).diagnosis_class == "unsupported_arch"
+    alone = rules_alone(
+        "INFO 01-01 00:00:00 [core.py:1] Starting engine\ncudaErrorLaunchFailure: unspecified launch failure\n"
+    )
+    assert alone.diagnosis_class not in ("loading", "healthy")
+    assert alone.root_cause is not None and alone.root_cause.type == "cudaErrorLaunchFailure"
+
+
+def test_sglang_retracting_requests_and_warning_of_token_fusion_are_requests_being_served() -> None:
+    retract = "".join(
+        f"[2025-03-07 21:49:45 TP{rank}] Decode out of memory happened. #retracted_reqs: 1, "
+        "#new_token_ratio: 0.0980 -> 0.1919\n"
+        for rank in range(4)
+    )
+    assert rules_alone(retract).diagnosis_class == "healthy"
+    fusion = "".join(
+        f"[00:07:30 TP{rank}] Token fusion between input and output, try to avoid this by removing the space at the "
+        "end of the input.\n"
+        for rank in range(4)
+    )
+    assert rules_alone(fusion).diagnosis_class == "healthy"
+
+
+def test_a_stall_notice_a_poster_wrapped_is_still_the_notice() -> None:
+    text = (
+        "EngineCore INFO shm_broadcast.py:681 No available shared memory broadcast\n"
+        "block found in 60 seconds. This typically happens when some processes\n"
+        "are hanging or doing some time-consuming work\n"
+    )
+    assert (
+        rules_alone(text, DiagnosisHints(seconds_since_output=600, process_alive=True)).diagnosis_class == "nccl_hang"
+    )

@@ -40,7 +40,8 @@ _TABLE: list[tuple[Component, str, str]] = [
         r"cuda_graph_runner|torch/cuda/graphs\.py|cudagraph|graph_runner",
         # Capture functions by name only: other libraries have "capture_*" functions too (uvicorn's
         # capture_signals, which every Ctrl-C of an API server passes through).
-        r"^(?:capture(?:_model|_one_batch_size|_begin|_end)?|_?capture_\w*graphs?\w*|\w*cuda_?graphs?\w*"
+        # vLLM's profile_cudagraph_memory only measures: a capture it runs shows capture frames inside it.
+        r"^(?:capture(?:_model|_one_batch_size|_begin|_end)?|_?capture_\w*graphs?\w*|(?!profile_)\w*cuda_?graphs?\w*"
         r"|init_device_graphs)$",
     ),
     (

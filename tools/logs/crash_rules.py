@@ -38,6 +38,9 @@ _NCCL_SYMBOL = re.compile(r"nccl|Proxy(?:Op|Service|Progress|Connect|State)\w*\(
 # Speculative decoding's own native code in a crash report (C++ namespaces such as sglang::ngram::).
 _SPECULATIVE_SYMBOL = re.compile(r"\b(?:ngram|eagle\d?|speculative|spec_decode)::", re.IGNORECASE)
 _CRASH_REPORT_LINES = 12
+# A native backtrace printed just before the crash's banner (UCX's "==== backtrace (tid: N) ====", its numbered
+# frames and closing rule; Python's fault handler reports after it): the crash's own stack.
+_BACKTRACE_LINE = re.compile(r"^\s*\d+\s+0x[0-9a-f]+ |^=+(?: backtrace \(tid: *\d+\) =+)?$")
 # A kernel's assertion as the runtime reports it to the host (CUDA and HIP word it alike).
 _KERNEL_ASSERTION = re.compile(r"device-side assert(?:ion)? triggered")
 # A worker's death reported just before the root cause (the library's "engine-core-died" wording): the error is
@@ -58,11 +61,15 @@ def _evidence(
 
 
 def _crashed_in(symbol: re.Pattern[str], root: ErrorEvent, window: LogWindow) -> bool:
-    """The crash report (its stack and the lines right after its banner) names the code ``symbol`` matches."""
+    """The crash report (its stack, the lines right after its banner and a native backtrace printed right before
+    it) names the code ``symbol`` matches."""
     if any(symbol.search(f"{frame.path} {frame.function}") for frame in root.frames):
         return True
     report = window.lines[root.index : root.index + _CRASH_REPORT_LINES]
-    return any(symbol.search(line) for line in report)
+    start = root.first_index
+    while start > 0 and _BACKTRACE_LINE.search(window.lines[start - 1].strip()):
+        start -= 1
+    return any(symbol.search(line) for line in report + window.lines[start : root.first_index])
 
 
 def crash_evidence(

@@ -31,7 +31,8 @@ _INTERESTING = re.compile(
 )
 _EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception|KeyError)"
-    r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*|(?:[a-z_]\w*\.)+[a-z]\w*Error)(?::\s?(?P<message>.*))?$"
+    r"|(?:[a-z_]\w*\.)+(?:errors|exceptions)\.[A-Z]\w*|(?:[a-z_]\w*\.)+[a-z]\w*Error|(?:cuda|hip)Error[A-Z]\w*)"
+    r"(?::\s?(?P<message>.*))?$"
 )
 _INNERMOST_FIRST_HEADER = re.compile(r"\(most recent call first\)|^Thread \d+ \((?:active|idle)[^)]*\)")
 # CPython reports an exception in a site hook on two lines and carries on ("Error in sitecustomize; set
