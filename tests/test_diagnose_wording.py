@@ -1355,3 +1355,22 @@ def test_a_stall_notice_a_poster_wrapped_is_still_the_notice() -> None:
     assert (
         rules_alone(text, DiagnosisHints(seconds_since_output=600, process_alive=True)).diagnosis_class == "nccl_hang"
     )
+
+
+def test_a_kernel_missing_for_an_amd_gpu_and_a_paste_cut_inside_vllms_dtype_check_are_the_gpu_generation() -> None:
+    hip = (
+        "ERROR 05-15 18:58:58 [engine.py:448] HIP error: invalid device function\n"
+        "ERROR 05-15 18:58:58 [engine.py:448] Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.\n"
+    )
+    assert rules_alone(hip).diagnosis_class == "unsupported_arch"
+    cut = (
+        "ERROR | stderr | Traceback (most recent call last):\n"
+        'ERROR | stderr |   File "/usr/lib/python3/vllm/worker/worker.py", line 71, in init_model\n'
+        "ERROR | stderr |     _check_if_gpu_supports_dtype(self.model_config.dtype)\n"
+        'ERROR | stderr |   File "/usr/lib/python3/vllm/worker/worker.py", line 231, in _check_if_gpu_supports_dtype\n'
+        "ERROR | stderr |     raise ValueError(\n"
+    )
+    assert rules_alone(cut).diagnosis_class == "unsupported_arch"
+    # A source line that calls the check, in a traceback that failed elsewhere, is no frame of it.
+    elsewhere = cut.replace(", in _check_if_gpu_supports_dtype", ", in load_model") + "ValueError: widgets\n"
+    assert rules_alone(elsewhere).diagnosis_class != "unsupported_arch"
