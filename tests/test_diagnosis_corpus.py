@@ -128,6 +128,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 44"]["count"], first["blind set 44"]["correct"]) == (51, 43)
     assert (first["blind set 45"]["count"], first["blind set 45"]["correct"]) == (56, 39)
     assert (first["blind set 46"]["count"], first["blind set 46"]["correct"]) == (40, 28)
+    assert (first["blind set 47"]["count"], first["blind set 47"]["correct"]) == (49, 42)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
