@@ -1374,3 +1374,41 @@ def test_a_kernel_missing_for_an_amd_gpu_and_a_paste_cut_inside_vllms_dtype_chec
     # A source line that calls the check, in a traceback that failed elsewhere, is no frame of it.
     elsewhere = cut.replace(", in _check_if_gpu_supports_dtype", ", in load_model") + "ValueError: widgets\n"
     assert rules_alone(elsewhere).diagnosis_class != "unsupported_arch"
+
+
+def test_a_shells_report_of_a_signal_death_is_a_death_in_english_or_chinese() -> None:
+    start = "INFO 08-20 16:12:38 [api_server.py:1043] vLLM API server version 0.8.5.post1\n"
+    for report in ("Segmentation fault", "段错误", "段错误 (核心已转储)", "已杀死"):
+        assert rules_alone(f"{start}{report}\n").diagnosis_class == "process_killed", report
+    # The words inside a sentence are no report of the shell's.
+    assert rules_alone(f"{start}INFO the test covers a Segmentation fault path\n").diagnosis_class == "loading"
+
+
+def test_rays_report_of_an_error_in_an_actors_creation_is_not_a_kill() -> None:
+    died = (
+        "(LLMRayActor pid=427151) Exception raised in creation task: The actor died because of an error raised in its "
+        "creation task, ray::LLMRayActor.__init__() (pid=427151, ip=10.0.0.26)\n"
+        '(LLMRayActor pid=427151)   File "/opt/openrlhf/trainer/ray/vllm_engine.py", line 54, in __init__\n'
+        "(LLMRayActor pid=427151)     self.llm = vllm.LLM(*args, **kwargs)\n"
+    )
+    assert rules_alone(died).diagnosis_class != "process_killed"
+    killed = "(raylet) The actor died unexpectedly before finishing this task.\n"
+    assert rules_alone(killed).diagnosis_class == "process_killed"
+
+
+def test_a_backend_refusing_a_feature_and_suggesting_another_generation_is_the_backends() -> None:
+    suggested = (
+        "RuntimeError: Worker failed with error 'FlashInfer backend currently does not support attention sinks, please "
+        "use trtllm on blackwell or flash attention on earlier GPUs.', please check the stack trace above for the root "
+        "cause\n"
+    )
+    assert rules_alone(suggested).diagnosis_class == "attention_backend_error"
+    refused_here = "RuntimeError: FP8 is not supported on Turing GPUs, please use a Hopper GPU\n"
+    assert rules_alone(refused_here).diagnosis_class == "unsupported_arch"
+
+
+def test_tritons_list_of_this_architectures_fp8_types_is_the_gpu_generation_where_the_line_starts_cut() -> None:
+    text = (
+        "is architecture. The supported fp8 dtypes are ('fp8e5',)\")')\nERROR 02-12 09:35:06 engine.py:139] Traceback\n"
+    )
+    assert rules_alone(text).diagnosis_class == "unsupported_arch"

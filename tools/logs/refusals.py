@@ -55,6 +55,9 @@ _VALID_CHOICES = re.compile(
     r"|[Pp]ossible (?:values|choices)"
 )
 _REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
+# What a refusal suggests instead ("..., please use trtllm on blackwell or flash attention on earlier GPUs"): a GPU
+# generation named there is where the alternative runs, not what was refused.
+_SUGGESTION = re.compile(r"[,;.]\s*(?:please |try |consider )?(?:use|switch to|try) \S.*$", re.IGNORECASE | re.DOTALL)
 _INVALID = re.compile(r"\b(?:[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|not a valid)\b")
 _QUOTED = re.compile(r"[`'\"]([^`'\"\s]{1,100})[`'\"]")
 # A refused value named after a colon ("Unknown quantization method: bitsandbytes.").
@@ -84,7 +87,8 @@ def refusal_kind(root: ErrorEvent, window: LogWindow, component: str | None) -> 
         return None
     message = root.message
     refused = _REFUSED.search(message) is not None
-    if (refused and _GPU_NAMED.search(message)) or _GPU_REQUIRED.search(message):
+    refusal = _SUGGESTION.sub("", message)
+    if (refused and _GPU_NAMED.search(refusal)) or _GPU_REQUIRED.search(refusal):
         return "gpu_generation"
     parallel = refused and _PARALLEL_SETTING.search(message) and not GPU_GENERATION.search(message)
     divisibility = _DIVISIBILITY.search(message) and not _DIMENSIONS_DISAGREE.search(message)
