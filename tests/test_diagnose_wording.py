@@ -1405,6 +1405,10 @@ def test_a_backend_refusing_a_feature_and_suggesting_another_generation_is_the_b
     assert rules_alone(suggested).diagnosis_class == "attention_backend_error"
     refused_here = "RuntimeError: FP8 is not supported on Turing GPUs, please use a Hopper GPU\n"
     assert rules_alone(refused_here).diagnosis_class == "unsupported_arch"
+    # "use of" is the refusal's own subject, not a suggestion.
+    assert rules_alone("RuntimeError: FlashInfer, use of sinks is not supported on sm_75\n").diagnosis_class == (
+        "unsupported_arch"
+    )
 
 
 def test_tritons_list_of_this_architectures_fp8_types_is_the_gpu_generation_where_the_line_starts_cut() -> None:

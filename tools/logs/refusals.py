@@ -57,7 +57,9 @@ _VALID_CHOICES = re.compile(
 _REFUSED = re.compile(r"not (?:yet )?supported|unsupported|does(?: not|n't) support|cannot be used", re.I)
 # What a refusal suggests instead ("..., please use trtllm on blackwell or flash attention on earlier GPUs"): a GPU
 # generation named there is where the alternative runs, not what was refused.
-_SUGGESTION = re.compile(r"[,;.]\s*(?:please |try |consider )?(?:use|switch to|try) \S.*$", re.IGNORECASE | re.DOTALL)
+_SUGGESTION = re.compile(
+    r"[,;.]\s*(?:please |try |consider )?(?:use|switch to|try) (?!of\b)\S.*$", re.IGNORECASE | re.DOTALL
+)
 _INVALID = re.compile(r"\b(?:[Ii]nvalid|[Uu]nknown|[Uu]nrecognized|not a valid)\b")
 _QUOTED = re.compile(r"[`'\"]([^`'\"\s]{1,100})[`'\"]")
 # A refused value named after a colon ("Unknown quantization method: bitsandbytes.").
