@@ -10,6 +10,7 @@ from tools.logs.diagnose import Diagnosis, diagnose_text
 from tools.logs.learned import LearnedModel
 
 CORE = "(EngineCore_DP0 pid=418) ERROR 01-29 15:38:21 [core.py:946] "
+WORKER = "(Worker_TP0 pid=98743) ERROR 04-30 19:50:08 [multiproc_executor.py:949] "
 
 
 def rules_alone(text: str) -> Diagnosis:
@@ -128,17 +129,14 @@ def test_sglangs_check_that_the_gpus_free_memory_is_balanced_is_a_co_tenant() ->
     assert rules_alone(text).diagnosis_class == "cuda_oom"
 
 
-PREFIX = "(Worker_TP0 pid=98743) ERROR 04-30 19:50:08 [multiproc_executor.py:949] "
-
-
 def test_a_check_failing_while_vllm_profiles_graph_memory_is_not_a_capture_failure() -> None:
     def failure(inner: str) -> str:
         return (
-            f"{PREFIX}Traceback (most recent call last):\n"
-            f'{PREFIX}  File "/v/vllm/v1/worker/gpu_worker.py", line 381, in determine_available_memory\n'
-            f'{PREFIX}  File "/v/vllm/v1/worker/gpu_model_runner.py", line 5864, in profile_cudagraph_memory\n'
-            f"{PREFIX}{inner}\n"
-            f"{PREFIX}ValueError: Widgets are disabled but failed to convert the specs to one type.\n"
+            f"{WORKER}Traceback (most recent call last):\n"
+            f'{WORKER}  File "/v/vllm/v1/worker/gpu_worker.py", line 381, in determine_available_memory\n'
+            f'{WORKER}  File "/v/vllm/v1/worker/gpu_model_runner.py", line 5864, in profile_cudagraph_memory\n'
+            f"{WORKER}{inner}\n"
+            f"{WORKER}ValueError: Widgets are disabled but failed to convert the specs to one type.\n"
         )
 
     # The failure is in the KV-cache set-up the profiling called: no graph was being captured.
