@@ -78,6 +78,9 @@ def test_corpus_accuracy_meets_the_targets() -> None:
         "vllm-omni-915-diffusion-stage-init-timeout-while-downloading",
         # Blind set 39, as it came (before any rule was written from it).
         "vllm-sfxnz-dgx-spark-tp2-idle-serving",
+        # Blind set 48: three lines of an EngineDeadError traceback, which the thread says an ordinary SIGTERM
+        # printed (a race in the shutdown's logging); nothing in the excerpt says it was a stop.
+        "vllm-48745-sigterm-spurious-enginedeaderror",
     }
     assert flagged <= known, flagged
     assert parts["tune"]["healthy_flagged"] == len(flagged)
@@ -129,6 +132,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 45"]["count"], first["blind set 45"]["correct"]) == (56, 39)
     assert (first["blind set 46"]["count"], first["blind set 46"]["correct"]) == (40, 28)
     assert (first["blind set 47"]["count"], first["blind set 47"]["correct"]) == (49, 42)
+    assert (first["blind set 48"]["count"], first["blind set 48"]["correct"]) == (42, 28)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
