@@ -118,6 +118,33 @@ def test_weights_that_fail_to_load_after_the_drafter_began_loading_are_the_draft
     assert rules_alone(target).diagnosis_class == "model_load_error"
 
 
+def test_an_engine_that_stops_starting_as_vllms_eagle_proposer_loads_points_at_the_drafter() -> None:
+    # The excerpt ends inside the traceback, before its exception line: only the phase is left to read.
+    prefix = "(EngineCore_DP0 pid=9) "
+    text = (
+        STARTED
+        + f"{prefix}INFO 05-01 10:00:20 [default_loader.py:1] Loading weights took 2.10 seconds\n"
+        + f"{prefix}INFO 05-01 10:00:21 [eagle.py:644] Assuming the EAGLE head shares the same vocab embedding "
+        "with the target model.\n"
+        + f"{prefix}ERROR 05-01 10:00:22 [core.py:712] EngineCore failed to start.\n"
+        + f"{prefix}ERROR 05-01 10:00:22 [core.py:712] Traceback (most recent call last):\n"
+        + f'{prefix}ERROR 05-01 10:00:22 [core.py:712]   File "/opt/vllm/vllm/v1/engine/core.py", line 703, in '
+        "run_engine_core\n"
+        + f"{prefix}ERROR 05-01 10:00:22 [core.py:712]     engine_core = EngineCoreProc(*args, **kwargs)\n"
+    )
+    assert rules_alone(text).diagnosis_class == "spec_decode_problem"
+    separately = text.replace(
+        "Assuming the EAGLE head shares the same vocab embedding with the target model.",
+        "The EAGLE head's vocab embedding will be loaded separately from the target model.",
+    )
+    assert rules_alone(separately).diagnosis_class == "spec_decode_problem"
+    target = text.replace(
+        "[eagle.py:644] Assuming the EAGLE head shares the same vocab embedding with the target model.",
+        "[gpu_model_runner.py:1] Model loading took 8.1 GiB and 3.2 seconds",
+    )
+    assert rules_alone(target).diagnosis_class != "spec_decode_problem"
+
+
 def test_the_resource_trackers_own_error_is_a_bystander_and_a_file_size_limit_is_the_hosts() -> None:
     tracker = (
         "Traceback (most recent call last):\n"

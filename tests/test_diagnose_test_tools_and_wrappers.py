@@ -371,6 +371,25 @@ def test_rccls_unit_tests_report_the_nccl_call_that_failed() -> None:
     assert rules_alone(text).diagnosis_class == "nccl_error"
 
 
+def test_oneccls_own_error_report_is_a_collective_librarys_failure() -> None:
+    # Intel's GPUs run vLLM's collectives on oneCCL, which reports in its own format; the worker's traceback that
+    # follows is cut before its exception line.
+    worker = "(Worker pid=31) "
+    text = (
+        f"{worker}INFO 03-01 11:21:40 selector.py:1] Using IPEX attention backend.\n"
+        + f"{worker}2024:03:01-11:21:50:(31) |CCL_ERROR| exchange_utils.cpp:202 sendmsg_fd: condition "
+        '!check_msg_retval("sendmsg", send_bytes, iov, msg, sizeof(u.cntr_buf), sock, fd) failed\n'
+        + f"{worker} errno: Broken pipe\n"
+        + f"{worker}ERROR 03-01 11:21:50 worker_base.py:386] Error executing method init_device. This might cause "
+        "deadlock in distributed execution.\n"
+        + f"{worker}ERROR 03-01 11:21:50 worker_base.py:386] Traceback (most recent call last):\n"
+        + f'{worker}ERROR 03-01 11:21:50 worker_base.py:386]   File "/opt/vllm/vllm/worker/worker_base.py", line 378, '
+        "in execute_method\n"
+    )
+    assert rules_alone(text).diagnosis_class == "nccl_error"
+    assert rules_alone(text.replace("|CCL_ERROR| ", "")).diagnosis_class != "nccl_error"
+
+
 def test_a_loggers_tag_for_a_redirected_stream_is_not_an_error_level() -> None:
     # FastChat's logger, and the tools built on it, log a worker's stderr at ERROR: a progress bar is no failure.
     text = (
