@@ -68,7 +68,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
         assert sum(band["count"] for band in part["confidence_bands"]) == part["count"]
         if name != "tune":
             assert part["healthy_flagged"] == 0, (name, part.get("misses"))
-    # Two tuned logs without a failure are still called one: an excerpt of two lines saying that workers sent a
+    # Tuned logs without a failure still called one include: an excerpt of two lines saying that workers sent a
     # fatal signal, which the thread says came from the operator's Ctrl+C (not in the excerpt), and a start-up
     # whose stages logged "Stage initialization failed" while the model was still downloading (it later served).
     flagged = {miss["id"] for miss in parts["tune"]["misses"] if miss["class"] in ("healthy", "loading", "stopped")}
@@ -81,6 +81,10 @@ def test_corpus_accuracy_meets_the_targets() -> None:
         # Blind set 48: three lines of an EngineDeadError traceback, which the thread says an ordinary SIGTERM
         # printed (a race in the shutdown's logging); nothing in the excerpt says it was a stop.
         "vllm-48745-sigterm-spurious-enginedeaderror",
+        # Blind set 49: a device runtime's native backtrace printed on the operator's SIGTERM, and GPUStack's own
+        # ERROR line from a configuration check that the thread says is harmless.
+        "spyre-sendnn-191-sigterm-backtrace-on-shutdown",
+        "gpustack-4739-sglang-qwen35moe-config-log",
     }
     assert flagged <= known, flagged
     assert parts["tune"]["healthy_flagged"] == len(flagged)
@@ -133,6 +137,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 46"]["count"], first["blind set 46"]["correct"]) == (40, 28)
     assert (first["blind set 47"]["count"], first["blind set 47"]["correct"]) == (49, 42)
     assert (first["blind set 48"]["count"], first["blind set 48"]["correct"]) == (42, 28)
+    assert (first["blind set 49"]["count"], first["blind set 49"]["correct"]) == (57, 37)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
