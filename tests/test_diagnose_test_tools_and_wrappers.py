@@ -390,6 +390,28 @@ def test_oneccls_own_error_report_is_a_collective_librarys_failure() -> None:
     assert rules_alone(text.replace("|CCL_ERROR| ", "")).diagnosis_class != "nccl_error"
 
 
+def test_vendors_runtimes_name_their_memory_and_collective_failures_in_words_of_their_own() -> None:
+    started = "INFO 05-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0\n"
+    traceback = 'Traceback (most recent call last):\n  File "/opt/vllm/vllm/worker/worker.py", line 7, in init_device\n'
+    expected = {
+        # Tenstorrent's tt-metal: a buffer no bank of device memory holds, circular buffers beyond a core's L1
+        "RuntimeError: TT_FATAL @ bank_manager.cpp:439: false\nOut of Memory: Not enough space to allocate 335544320 B "
+        "DRAM buffer across 8 banks, where each bank needs to store 41943040 B": "cuda_oom",
+        "RuntimeError: TT_THROW @ program.cpp:782: tt::exception\ninfo:\nStatically allocated circular buffers on core "
+        "range [(x=0,y=0) - (x=3,y=0)] grow to 2292704 B which is beyond max L1 size of 1499136 B": "cuda_oom",
+        # Kunlun's collective library (XCCL) raising from its own checks
+        "ValueError: [INVALID PARAMETER]: error code= 1(at /opt/xmlir/csrc/new_xccl/XCCLUtils.hpp:53)": "nccl_error",
+        # a vision encoder of vLLM's refusing the attention backend chosen for it
+        "RuntimeError: Qwen2-VL does not support _Backend.FLASHINFER backend now.": "attention_backend_error",
+        "RuntimeError: Qwen3-VL does not support AttentionBackendEnum.TRITON_ATTN backend now.": (
+            "attention_backend_error"
+        ),
+    }
+    for error, diagnosis_class in expected.items():
+        diagnosis = rules_alone(started + traceback + error + "\n")
+        assert diagnosis.diagnosis_class == diagnosis_class, (error, diagnosis.why)
+
+
 def test_a_loggers_tag_for_a_redirected_stream_is_not_an_error_level() -> None:
     # FastChat's logger, and the tools built on it, log a worker's stderr at ERROR: a progress bar is no failure.
     text = (
