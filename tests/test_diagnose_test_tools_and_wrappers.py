@@ -410,6 +410,9 @@ def test_vendors_runtimes_name_their_memory_and_collective_failures_in_words_of_
     for error, diagnosis_class in expected.items():
         diagnosis = rules_alone(started + traceback + error + "\n")
         assert diagnosis.diagnosis_class == diagnosis_class, (error, diagnosis.why)
+    # XCCL's own informational lines name their source file as well
+    informational = started + "[XCCL][XCCLUtils.hpp:120] comm 0x5f3a rank 0 nranks 2 initialised\n"
+    assert rules_alone(informational).diagnosis_class == "loading"
 
 
 def test_a_loggers_tag_for_a_redirected_stream_is_not_an_error_level() -> None:
