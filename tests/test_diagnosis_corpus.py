@@ -138,6 +138,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 47"]["count"], first["blind set 47"]["correct"]) == (49, 42)
     assert (first["blind set 48"]["count"], first["blind set 48"]["correct"]) == (42, 28)
     assert (first["blind set 49"]["count"], first["blind set 49"]["correct"]) == (57, 37)
+    assert (first["blind set 50"]["count"], first["blind set 50"]["correct"]) == (37, 15)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
