@@ -191,6 +191,20 @@ def test_silence_after_collective_communication_is_a_collective_hang() -> None:
     assert rules_alone(quoted, DiagnosisHints(seconds_since_output=5.0)).diagnosis_class == "loading"
 
 
+def test_a_silent_process_whose_stack_dump_shows_nccls_threads_is_a_collective_hang() -> None:
+    dump = (
+        "(gdb) thread apply all bt\n"
+        "Thread 4 (Thread 0x7f00aa000000 (LWP 4242)):\n"
+        "#0  0x00007f00bb000100 in poll () from /lib/x86_64-linux-gnu/libc.so.6\n"
+        "#1  0x00007f00cc000200 in ncclProxyService (args=0x55aa00) at proxy.cc:1500\n"
+        "#2  0x00007f00bb000300 in start_thread () from /lib/x86_64-linux-gnu/libc.so.6\n"
+    )
+    assert rules_alone(dump, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class == "nccl_hang"
+    # The same functions named in a sentence, not a stack frame, are no collective in progress.
+    prose = "Thread 4 waits; a colleague thought ncclProxyService (the proxy) might be slow.\n"
+    assert rules_alone(prose, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class != "nccl_hang"
+
+
 def test_a_capture_silent_on_several_nodes_is_a_collective_hang() -> None:
     text = (
         "[2025-01-01 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=16, nnodes=2, node_rank=0)\n"

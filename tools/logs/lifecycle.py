@@ -53,10 +53,13 @@ _CLEANUP_LINES = 4
 _SEVERAL_NODES = re.compile(
     r"nnodes['\"]?[=:] ?(?:[2-9]|[1-9]\d)|--nnodes[= ](?:[2-9]|[1-9]\d)|node_rank['\"]?[=:] ?[1-9]|NNODES=[2-9]"
 )
-# Collective communication in progress: NCCL's own lines, a process group being set up, a collective called.
+# Collective communication in progress: NCCL's own lines, a process group being set up, a collective called, or a
+# stack dump (a debugger's, py-spy's) with NCCL's own functions in it (ncclProxyService, ncclAllReduce): NCCL starts
+# its threads only for a communicator already created, so a silent process showing them waits in or after one.
 _COLLECTIVE_TALK = re.compile(
     r"NCCL INFO|'backend': 'nccl'|backend=nccl|init_process_group|all_to_all|all_reduce|allreduce|all_gather"
     r"|reduce_scatter|barrier\(|[Ii]nitiali[sz]\w* (?:the )?process group|distributed/launch|torchrun|MASTER_ADDR"
+    r"|^#\d+ .*\bnccl[A-Z][A-Za-z]+ \("
 )
 _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 # NCCL logging a collective it runs (NCCL_DEBUG=INFO, "NCCL INFO AllReduce: opCount 16 ..."): the work of a job
