@@ -200,6 +200,9 @@ def test_a_silent_process_whose_stack_dump_shows_nccls_threads_is_a_collective_h
         "#2  0x00007f00bb000300 in start_thread () from /lib/x86_64-linux-gnu/libc.so.6\n"
     )
     assert rules_alone(dump, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class == "nccl_hang"
+    # gdb prints an inlined frame without its address.
+    inlined = "(gdb) bt\n#0  ncclProxyProgress (state=0x55aa00) at proxy.cc:900\n#1  start_thread () at pthread.c:4\n"
+    assert rules_alone(inlined, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class == "nccl_hang"
     # The same functions named in a sentence, not a stack frame, are no collective in progress.
     prose = "Thread 4 waits; a colleague thought ncclProxyService (the proxy) might be slow.\n"
     assert rules_alone(prose, DiagnosisHints(seconds_since_output=900.0)).diagnosis_class != "nccl_hang"

@@ -1,6 +1,6 @@
 """Stack frame lines of the tracebacks and stack dumps engines print: Python's ``File "...", line N, in f``
 (also wrapped onto two lines by a paste, or in IPython's ``File path.py:N, in f(...)``), py-spy's
-``f (path.py:N)`` and c10's native ``frame #N: ...``."""
+``f (path.py:N)``, c10's native ``frame #N: ...``, glibc's, UCX's and gdb's backtraces."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ _SPY_FRAME = re.compile(r"^\s+(?P<function>[\w<>.]+) \((?P<path>[^()\s]+\.py):(?
 _NATIVE_FRAME = re.compile(r"^frame #\d+: (?P<function>.+?) \+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in (?P<path>[^)]+)\)")
 # glibc's backtrace ("[ 4] /usr/lib/libnccl.so.2(+0xbd72c)[0x7d1d...]", Open MPI numbers them) and UCX's or
 # gdb's ("24 0x0000000000081f9a ncclTopoCompute()  /src/graph/search.cc:992").
+# gdb's "bt" ("#3  0x00007f32 in ncclProxyGetPostedOps (added=..., proxyState=0x56) at proxy.cc:713", an inlined
+# frame without the address, a library's frame "from /lib/libc.so.6").
+_GDB_FRAME = re.compile(
+    r"^#\d+\s+(?:0x[0-9a-f]+ in )?(?P<function>[\w:~<>.]+) \(.*?\)"
+    r"(?: (?:at|from) (?P<path>\S+?)(?::(?P<line>\d+))?)?\s*$"
+)
 _BACKTRACE_FRAME = re.compile(
     r"^(?:\[\s*\d+\]\s+)?(?P<path>/[^\s(]+)\((?P<function>[\w.]*)(?:\+0x[0-9a-f]+)?\)\s*\[0x[0-9a-f]+\]"
     r"|^\s*\d+\s+0x[0-9a-f]+ (?P<symbol>[\w:~<>.]+)\(\)\s+(?P<source>\S+?):(?P<number>\d+)\s*$"
@@ -46,10 +52,10 @@ def parse_frame(text: str) -> tuple[Frame | None, bool]:
         if match.group("symbol"):
             return Frame(match.group("source"), int(match.group("number")), match.group("symbol")), True
         return Frame(match.group("path"), None, match.group("function") or "?"), True
-    match = _SPY_FRAME.match(text) or _NATIVE_FRAME.match(text)
+    match = _SPY_FRAME.match(text) or _NATIVE_FRAME.match(text) or _GDB_FRAME.match(text)
     if match is not None:
         line = match.groupdict().get("line")
-        return Frame(match.group("path"), int(line) if line else None, match.group("function")), True
+        return Frame(match.group("path") or "?", int(line) if line else None, match.group("function")), True
     return None, False
 
 

@@ -33,6 +33,7 @@ import re
 from tools.logs.calibration import Calibration
 from tools.logs.decide import Decision
 from tools.logs.endings import engine_core_signalled_alone, orderly_shutdown
+from tools.logs.frames import parse_frame
 from tools.logs.library import DiagnosisClass, SignatureLibrary
 from tools.logs.models import Alternative, DiagnosisHints
 from tools.logs.phase import last_phase
@@ -53,14 +54,14 @@ _CLEANUP_LINES = 4
 _SEVERAL_NODES = re.compile(
     r"nnodes['\"]?[=:] ?(?:[2-9]|[1-9]\d)|--nnodes[= ](?:[2-9]|[1-9]\d)|node_rank['\"]?[=:] ?[1-9]|NNODES=[2-9]"
 )
-# Collective communication in progress: NCCL's own lines, a process group being set up, a collective called, or a
-# stack dump (a debugger's, py-spy's) with NCCL's own functions in it (ncclProxyService, ncclAllReduce): NCCL starts
-# its threads only for a communicator already created, so a silent process showing them waits in or after one.
+# Collective communication in progress: NCCL's own lines, a process group being set up, a collective called.
 _COLLECTIVE_TALK = re.compile(
     r"NCCL INFO|'backend': 'nccl'|backend=nccl|init_process_group|all_to_all|all_reduce|allreduce|all_gather"
     r"|reduce_scatter|barrier\(|[Ii]nitiali[sz]\w* (?:the )?process group|distributed/launch|torchrun|MASTER_ADDR"
-    r"|^#\d+ .*\bnccl[A-Z][A-Za-z]+ \("
 )
+# NCCL's own functions (ncclProxyService, ncclAllReduce) in a stack frame: NCCL starts its threads only for a
+# communicator already created, so a silent process showing them waits in or after collective communication.
+_NCCL_FUNCTION = re.compile(r"^nccl[A-Z]")
 _COLLECTIVE_PHASES = ("weights_done", "memory_profiling")
 # NCCL logging a collective it runs (NCCL_DEBUG=INFO, "NCCL INFO AllReduce: opCount 16 ..."): the work of a job
 # whose only output is its collectives; silence after it is a collective that does not complete.
@@ -359,7 +360,11 @@ def _vanished(window: LogWindow) -> int | None:
 def _last_collective_talk(window: LogWindow) -> int | None:
     """Index of the last line showing collective communication, or None."""
     for index in range(len(window.lines) - 1, -1, -1):
-        if _COLLECTIVE_TALK.search(window.lines[index]):
+        line = window.lines[index]
+        if _COLLECTIVE_TALK.search(line):
+            return index
+        frame = parse_frame(line)[0]
+        if frame is not None and _NCCL_FUNCTION.match(frame.function):
             return index
     return None
 
