@@ -1433,3 +1433,69 @@ def test_tritons_list_of_this_architectures_fp8_types_is_the_gpu_generation_wher
         "is architecture. The supported fp8 dtypes are ('fp8e5',)\")')\nERROR 02-12 09:35:06 engine.py:139] Traceback\n"
     )
     assert rules_alone(text).diagnosis_class == "unsupported_arch"
+
+
+def test_a_kernel_library_without_a_build_for_this_gpu_is_the_gpu_generation_even_inside_a_capture() -> None:
+    captured = "Exception: Capture cuda graph failed: No supported CUDA architectures found for major versions [12].\n"
+    assert rules_alone(captured).diagnosis_class == "unsupported_arch"
+    lookup = "KeyError: \"Unknown GPU architecture: gfx1151. Supported architectures: ['gfx942', 'gfx950']\"\n"
+    assert rules_alone(_traceback([("aiter/jit/core.py", "get_arch")], lookup)).diagnosis_class == "unsupported_arch"
+    # A capture that failed for another reason stays a capture failure.
+    other = "Exception: Capture cuda graph failed: operation not permitted when stream is capturing\n"
+    assert rules_alone(other).diagnosis_class == "cuda_graph_capture_failure"
+
+
+def test_a_collective_librarys_port_taken_by_another_process_is_the_port() -> None:
+    line = (
+        "[ERROR] HCCL(4242,bench):2026-01-02-03:04:05.000.001 [hccl_socket.cc:99] [4242][Listen] "
+        "listen on ip[10.0.0.7] and specific port[60001] fail. Please check whether the port is being used by "
+        "other process.\n"
+    )
+    assert rules_alone(line).diagnosis_class == "port_in_use"
+
+
+def test_nccls_warning_of_a_truncated_message_is_an_nccl_failure() -> None:
+    text = "node7:88:91 [0] transport/net_socket.cc:400 NCCL WARN NET/Socket : peer 10.1.1.2<4001> message truncated\n"
+    assert rules_alone(text).diagnosis_class == "nccl_error"
+    # The same word on an INFO line is no failure.
+    info = "node7:88:91 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC, chunks truncated to 512 KiB\n"
+    assert rules_alone(info).diagnosis_class not in ("nccl_error", "unknown")
+
+
+def test_an_old_nccl_tests_check_is_a_failure_not_a_start_up() -> None:
+    text = (
+        "./build/all_gather_perf -b 8 -e 64M -f 2 -g 4\n"
+        "nThread 1 nGpus 4 minBytes 8 maxBytes 67108864 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+        "Cuda failure common.cu:777 'no CUDA-capable device is detected'\n"
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class not in ("loading", "healthy")
+    assert diagnosis.root_cause is not None and "no CUDA-capable device" in diagnosis.root_cause.message
+
+
+def test_a_drafter_training_that_reports_the_loss_of_its_epochs_is_working() -> None:
+    text = (
+        "Loading target model from /models/target\n"
+        "Train Epoch [1/3], position 0, pLoss: 4.81, acc: 0.21\n"
+        "Train Epoch [1/3], position 1, pLoss: 4.02, acc: 0.30\n"
+    )
+    assert rules_alone(text).diagnosis_class == "healthy"
+    bar = "Training Epoch 1:  40%|####      | 400/1000 [02:00<03:00,  3.33it/s, loss=1.95, acc=0.51]\n"
+    assert rules_alone(bar).diagnosis_class == "healthy"
+    # The word without a loss figure is only the job's plan.
+    assert rules_alone("Train Epoch [1/3] starting\n").diagnosis_class != "healthy"
+
+
+def test_children_ending_on_the_servers_own_stop_signal_are_that_stop() -> None:
+    shutdown = (
+        "INFO:     Shutting down\n"
+        "INFO:     Waiting for application shutdown.\n"
+        "INFO:     Application shutdown complete.\n"
+        "INFO:     Finished server process [5150]\n"
+    )
+    died = "ERROR 03-01 09:00:02 multiproc_worker_utils.py:99] Worker VllmWorkerProcess pid 5151 died, exit code: "
+    stopped = shutdown + died + "-15\n"
+    assert rules_alone(stopped).diagnosis_class == "stopped"
+    # SIGKILL is nothing the shutdown sends: the child was killed.
+    killed = shutdown + died + "-9\n"
+    assert rules_alone(killed).diagnosis_class == "process_killed"

@@ -31,7 +31,7 @@ from tools.logs.combine import combine
 from tools.logs.components import failing_component
 from tools.logs.crash_rules import silent_death_evidence
 from tools.logs.decide import Decision, decide
-from tools.logs.endings import engine_shut_down, operator_stop, supervisor_exit
+from tools.logs.endings import engine_shut_down, operator_stop, server_shut_down, supervisor_exit
 from tools.logs.events import ErrorEvent, LogEvents, parse_events
 from tools.logs.evidence import (
     Evidence,
@@ -219,6 +219,8 @@ class Diagnoser:
             stop = offline_batch_done(window, [event.first_index for event in events.real()])
         if stop is None:  # the engine core stopped in order: its client's report of its "death" is that stop
             stop = engine_shut_down(window, [event.first_index for event in events.real()])
+        if stop is None:  # the HTTP server stopped in order: its children ending on its signal are that stop
+            stop = server_shut_down(window, [event.first_index for event in events.real()])
         if stop is not None and root is not None and root.first_index > stop:
             root = None
         # Before ready, the interrupt's own stack still shows where start-up was stuck (a collective: a hang).

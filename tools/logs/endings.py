@@ -56,6 +56,9 @@ _REQUEST_TAKEN = re.compile(r"\] Added request |\"POST /v1/")
 # vLLM's worker reporting the termination signal it got (SIGTERM or SIGINT, raised as SystemExit): one worker alone
 # was signalled from outside; several at once are the engine stopped as a whole.
 _WORKER_TERMINATED = "WorkerProc was terminated"
+# A child process's end as its parent reports it, with the signal as a negative exit code.
+_CHILD_EXIT_CODE = re.compile(r"\b(?:died|exited|terminated)\b[^\n]*?\bexit ?code:? ?-(\d+)\b")
+_STOP_SIGNALS = frozenset({2, 15})  # SIGINT, SIGTERM
 
 
 def orderly_shutdown(window: LogWindow, library: SignatureLibrary, ready: int | None) -> int | None:
@@ -93,6 +96,21 @@ def engine_shut_down(window: LogWindow, error_lines: list[int]) -> int | None:
     for index, line in enumerate(window.lines):
         if "Shutdown " in line and _ENGINE_SHUTDOWN.search(line):
             return None if any(error > index for error in error_lines) else index
+    return None
+
+
+def server_shut_down(window: LogWindow, error_lines: list[int]) -> int | None:
+    """The first line of the HTTP server's orderly shutdown when children report ending after it only on the
+    termination or interrupt signal that shutdown sends them (vLLM's "Worker VllmWorkerProcess pid 7 died, exit code:
+    -15"), and no error with a traceback or exception line (``error_lines``) follows it: those ends are the stop's,
+    not kills from outside. None otherwise (a child ending on another signal, SIGKILL, stays a finding)."""
+    for index, line in enumerate(window.lines):
+        if not _SERVER_SHUTDOWN.search(line):
+            continue
+        if any(error > index for error in error_lines):
+            return None
+        codes = {int(found.group(1)) for found in _CHILD_EXIT_CODE.finditer(window.text, window.text_start_of(index))}
+        return index if codes and codes <= _STOP_SIGNALS else None
     return None
 
 

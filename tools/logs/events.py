@@ -24,7 +24,7 @@ EventKind = Literal["exception", "truncated", "stack_dump", "crash"]
 
 _INTERESTING = re.compile(
     r'File ["“]|Traceback|rror|xception|Fatal|SIGSEGV|most recent call|\.py:\d+\)|\.py:\d+(?:\x1b\[[\d;]*m)?, in '
-    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |Test (?:CUDA|NCCL) failure |Caught signal |received signal \*"
+    r"|frame #\d|Thread \d+ \(|encountered !|Failed[:,] |(?:CUDA|Cuda|NCCL) failure |Caught signal |received signal \*"
     r"|Memory access fault by GPU|\] Assertion `"
     r"|\)\[0x[0-9a-f]"
     r"|^\s*\d+\s+0x[0-9a-f]+ \S+\(\)"

@@ -9,7 +9,8 @@ GPU page fault, after which it aborts the process ("Memory access fault by GPU n
 [112,0,0] Assertion `index out of bounds: ...` failed."), the device-side assertion the host reports next. Checks: a
 native check that prints and exits (vLLM's CUDACHECK in csrc/custom_all_reduce.cuh, NCCL tests' NCCLCHECK):
 "Failed: Cuda error csrc/custom_all_reduce.cuh:368 'invalid argument'"; some builds omit the kind; nccl-tests' own:
-"Test CUDA failure common.cu:963 'invalid device ordinal'".
+"Test CUDA failure common.cu:963 'invalid device ordinal'", in releases before 2.0 without the word "Test":
+"Cuda failure common.cu:891 'CUDA driver version is insufficient for CUDA runtime version'".
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _BANNER = re.compile(
 )
 _SIGNAL_NAMED = re.compile(r"^Signal: (?P<name>[^(]+?) \((?P<number>\d+)\)")
 _CHECK = re.compile(
-    r"(?:Failed[:,] (?:(?P<kind>Cuda|CUDA|NCCL|MPI) error )?|Test (?P<test_kind>CUDA|NCCL) failure )"
+    r"(?:Failed[:,] (?:(?P<kind>Cuda|CUDA|NCCL|MPI) error )?|(?:Test )?(?P<test_kind>CUDA|Cuda|NCCL) failure )"
     r"(?P<path>[\w./-]+\.(?:cuh?|cpp|cc|hpp|h)):(?P<line>\d+) '(?P<message>[^']*)'"
 )
 
