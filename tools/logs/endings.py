@@ -104,14 +104,14 @@ def server_shut_down(window: LogWindow, error_lines: list[int]) -> int | None:
     termination or interrupt signal that shutdown sends them (vLLM's "Worker VllmWorkerProcess pid 7 died, exit code:
     -15"), and no error with a traceback or exception line (``error_lines``) follows it: those ends are the stop's,
     not kills from outside. None otherwise (a child ending on another signal, SIGKILL, stays a finding)."""
-    for index, line in enumerate(window.lines):
-        if not _SERVER_SHUTDOWN.search(line):
-            continue
-        if any(error > index for error in error_lines):
-            return None
-        codes = {int(found.group(1)) for found in _CHILD_EXIT_CODE.finditer(window.text, window.text_start_of(index))}
-        return index if codes and codes <= _STOP_SIGNALS else None
-    return None
+    shutdown = _SERVER_SHUTDOWN.search(window.text)
+    if shutdown is None:
+        return None
+    index = window.line_index_at(shutdown.start())
+    if any(error > index for error in error_lines):
+        return None
+    codes = {int(found.group(1)) for found in _CHILD_EXIT_CODE.finditer(window.text, window.text_start_of(index))}
+    return index if codes and codes <= _STOP_SIGNALS else None
 
 
 def engine_core_signalled_alone(window: LogWindow) -> int | None:
