@@ -1499,3 +1499,42 @@ def test_children_ending_on_the_servers_own_stop_signal_are_that_stop() -> None:
     # SIGKILL is nothing the shutdown sends: the child was killed.
     killed = shutdown + died + "-9\n"
     assert rules_alone(killed).diagnosis_class == "process_killed"
+
+
+def test_a_triton_kernel_short_of_shared_memory_is_no_device_memory_shortfall() -> None:
+    plain = (
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: "
+        "65536. Reducing block sizes or `num_stages` may help.\n"
+    )
+    assert rules_alone(plain).diagnosis_class == "attention_backend_error"
+    wrapped = "torch.OutOfMemoryError: out of resource: triton_tem_fused_3 Required: 131072 Hardware limit:99000\n"
+    assert rules_alone(wrapped).diagnosis_class == "attention_backend_error"
+    assert rules_alone("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n").diagnosis_class == (
+        "cuda_oom"
+    )
+
+
+def test_nccl_tests_rows_tagged_by_open_mpi_are_collectives_that_ran() -> None:
+    text = (
+        "  [1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+        "  [1,0]<stdout>:         256            64     float     sum      -1    51.20    0.01    0.01      0"
+        "    50.9    0.01    0.01      0\n"
+        "  [1,0]<stdout>:         512           128     float     sum      -1    52.02    0.01    0.02      0"
+        "    51.7    0.01    0.02      0\n"
+    )
+    assert rules_alone(text).diagnosis_class == "healthy"
+
+
+def test_a_stall_notice_followed_only_by_answered_polls_is_still_a_stall() -> None:
+    ready = (
+        "(APIServer pid=7) INFO 04-01 10:00:00 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000\n"
+    )
+    notice = (
+        "(APIServer pid=7) INFO 04-01 10:09:00 [shm_broadcast.py:600] No available shared memory broadcast block "
+        "found in 60 seconds. This typically happens when some processes are hanging.\n"
+    )
+    poll = '(APIServer pid=7) INFO:     10.0.0.9:5123 - "GET /v1/batches/batch_0af3 HTTP/1.1" 200 OK\n'
+    assert rules_alone(ready + notice + poll * 3).diagnosis_class == "nccl_hang"
+    # Work after the notice (a generation answered) shows the engine went on.
+    answered = '(APIServer pid=7) INFO:     10.0.0.9:5123 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    assert rules_alone(ready + notice + poll + answered).diagnosis_class == "healthy"

@@ -33,9 +33,10 @@ KERNEL_BUILD_LINE = re.compile(
     r"using JIT backend|JIT compil|[Bb]uilding (?:extension|kernels?|JIT module)|ninja -v|ninja: |\bnvcc |\bptxas "
     r"|[Cc]ompil(?:e|es|ing) (?:the )?kernels?\b|begins to compile|JIT Pre-Compile session"
 )
-# What vLLM's API server answers or logs by itself, also when the engine behind it has died or stalled: probes,
-# metrics scrapes, its periodic statistics.
-SELF_REPORT = re.compile(r'"GET /(?:metrics|health|ping|version|v1/models)\b[^"]*" \d{3}|Engine \d+: Avg ')
+# What vLLM's API server answers or logs by itself, also when the engine behind it has died or stalled: any GET
+# (probes, metrics scrapes, the list of models, a client polling a job's status: generation is always a POST), and
+# its periodic statistics.
+SELF_REPORT = re.compile(r'"GET /[^"]*" \d{3}|Engine \d+: Avg ')
 _ACCEPT = re.compile(
     r"accept len: (?P<value>\d+(?:\.\d+)?)"
     r"|Mean acceptance length: (?P<vllm>\d+(?:\.\d+)?)(?:[^\n]*?Drafted: (?P<drafted>\d+) tokens)?"
