@@ -214,13 +214,14 @@ class Diagnoser:
         start = 0 if ready is None else ready + 1  # once ready, only what went wrong afterwards counts
         events = without(events, failed_requests)
         root = root_cause(events, start, window.lines)
+        error_lines = [event.first_index for event in events.real()]
         stop = operator_stop(window, ready)
         if stop is None:  # an offline run that finished its prompts: what its teardown reports is no failure
-            stop = offline_batch_done(window, [event.first_index for event in events.real()])
+            stop = offline_batch_done(window, error_lines)
         if stop is None:  # the engine core stopped in order: its client's report of its "death" is that stop
-            stop = engine_shut_down(window, [event.first_index for event in events.real()])
+            stop = engine_shut_down(window, error_lines)
         if stop is None:  # the HTTP server stopped in order: its children ending on its signal are that stop
-            stop = server_shut_down(window, [event.first_index for event in events.real()])
+            stop = server_shut_down(window, error_lines)
         if stop is not None and root is not None and root.first_index > stop:
             root = None
         # Before ready, the interrupt's own stack still shows where start-up was stuck (a collective: a hang).
