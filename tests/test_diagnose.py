@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import get_args
@@ -11,7 +12,7 @@ from typing import get_args
 import pytest
 
 from tools.logs.diagnose import DiagnosisHints, diagnose_file, diagnose_text
-from tools.logs.library import DiagnosisClass, load_library, parse_library
+from tools.logs.library import DiagnosisClass, literal_led, load_library, parse_library
 
 LOGS = Path(__file__).resolve().parent / "data" / "logs"
 
@@ -176,3 +177,23 @@ def test_library_patterns_start_with_literal_text() -> None:
     for signature in load_library().signatures:
         for pattern in signature.patterns:
             assert not pattern.startswith(("(?i)", "\\b", "\\w", "^", ".")), (signature.id, pattern)
+
+
+def test_a_leading_case_pair_is_searched_as_two_literal_led_patterns() -> None:
+    assert literal_led(r"[Nn]ot enough (?:GPU|NPU) memory") == [
+        r"Not enough (?:GPU|NPU) memory",
+        r"not enough (?:GPU|NPU) memory",
+    ]
+    # Left whole: a quantified class, a pair of two different letters, a pattern without a leading class.
+    for pattern in (r"[Nn]+ot", r"[Ab]c", r"exit code: -\d", r"[0-9]+ bytes"):
+        assert literal_led(pattern) == [pattern]
+    pattern = r"[Ss]peculative decoding[^\n]*(?:failed|mismatch)|draft vocab"
+    lines = [
+        "Speculative decoding failed",
+        "speculative decoding mismatch",
+        "SPECULATIVE decoding failed",
+        "draft vocab",
+    ]
+    whole = [bool(re.search(pattern, line)) for line in lines]
+    assert whole == [any(re.search(variant, line) for variant in literal_led(pattern)) for line in lines]
+    assert whole == [True, True, False, True]

@@ -112,7 +112,22 @@ class Signature(_Record):
 
     @functools.cached_property
     def regexes(self) -> list[re.Pattern[str]]:
-        return [re.compile(pattern, re.MULTILINE) for pattern in self.patterns]
+        """The patterns compiled, each one matching what its pattern matches; see :func:`literal_led`."""
+        return [re.compile(variant, re.MULTILINE) for pattern in self.patterns for variant in literal_led(pattern)]
+
+
+_LEADING_CASE_PAIR = re.compile(r"\[([A-Z])([a-z])\](?![*+?{])")
+
+
+def literal_led(pattern: str) -> list[str]:
+    """``[Nn]ot enough`` as ``Not enough`` and ``not enough``: together they match exactly what the pattern
+    matches, and each starts with a literal, which the regex engine finds by fast search instead of trying the
+    character set at every position (ten times slower over the megabytes of a log's window)."""
+    pair = _LEADING_CASE_PAIR.match(pattern)
+    if pair is None or pair.group(1).lower() != pair.group(2):
+        return [pattern]
+    rest = pattern[pair.end() :]
+    return [re.escape(pair.group(1)) + rest, re.escape(pair.group(2)) + rest]
 
 
 class Benign(_Record):
