@@ -146,3 +146,26 @@ def test_a_check_failing_while_vllm_profiles_graph_memory_is_not_a_capture_failu
     # A capture the profiling ran shows its own frames, and is one.
     capture = '  File "/v/vllm/v1/worker/gpu_model_runner.py", line 5900, in _capture_cudagraphs'
     assert rules_alone(failure(capture)).diagnosis_class == "cuda_graph_capture_failure"
+
+
+def test_a_host_programs_report_that_the_engine_did_not_start_is_a_failure_not_a_start_up() -> None:
+    text = (
+        'I1216 02:12:33.624737 179 model_lifecycle.cc:473] "loading: vllm:1"\n'
+        "INFO 12-16 10:12:37 [__init__.py:216] Automatically detected platform cuda.\n"
+        'E1216 02:12:49.624646 179 model.py:248] "[vllm] Failed to start engine: NoneType: None\\n"\n'
+    )
+    diagnosis = rules_alone(text)
+    assert diagnosis.diagnosis_class == "unknown" and diagnosis.key_line is not None
+    assert "Failed to start engine" in diagnosis.key_line
+
+
+def test_a_worker_failing_in_its_load_model_method_is_a_model_loading_failure() -> None:
+    ray = "(RayWorkerWrapper pid=269885, ip=10.189.109.87) ERROR 04-11 11:26:12 [worker_base.py:620] "
+    text = (
+        f"{ray}Error executing method 'load_model'. This might cause deadlock in distributed execution.\n"
+        f"{ray}Traceback (most recent call last):\n"
+    )
+    assert rules_alone(text).diagnosis_class == "model_load_error"
+    # Its own error, where it says more, decides.
+    oom = f"{ray}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert rules_alone(text + oom).diagnosis_class == "cuda_oom"

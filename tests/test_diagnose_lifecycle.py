@@ -176,3 +176,27 @@ def test_silence_after_statistics_with_requests_running_is_an_engine_that_stoppe
         "gen throughput (token/s): 120.5, #queue-req: 0, \n"
     )
     assert diagnose_text(sglang, silent, model=LearnedModel()).diagnosis_class == "nccl_hang"
+
+
+def test_an_engine_that_died_before_the_servers_orderly_shutdown_is_no_stop() -> None:
+    served = (
+        "INFO 12-06 14:08:27 launcher.py:19] Available routes are:\n"
+        "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n"
+        "INFO 12-06 14:09:27 engine.py:267] Added request cmpl-24f0-0.\n"
+    )
+    died = (
+        "ERROR 12-06 14:09:37 client.py:282] RuntimeError('Engine process (pid 16470) died.')\n"
+        "ERROR 12-06 14:09:37 client.py:282] NoneType: None\n"
+        "CRITICAL 12-06 14:09:39 launcher.py:99] MQLLMEngine is already dead, terminating server process\n"
+    )
+    stop = "INFO:     Shutting down\nINFO:     Waiting for application shutdown.\n"
+    died += stop
+    rules = LearnedModel()
+    assert diagnose_text(served + died, model=rules).diagnosis_class == "process_killed"
+    # Triton's compiler aborting on a conversion this GPU generation lacks is what killed it.
+    aborted = "Unsupported conversion from f16 to f16\nLLVM ERROR: Unsupported rounding mode for conversion.\n"
+    diagnosis = diagnose_text(served + aborted + died, model=rules)
+    assert diagnosis.diagnosis_class == "unsupported_arch"
+    assert [remedy.id for remedy in diagnosis.remedies] == ["use_float32"]
+    # The same shutdown with no death before it is the operator's stop.
+    assert diagnose_text(served + stop, model=rules).diagnosis_class == "stopped"

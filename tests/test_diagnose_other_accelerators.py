@@ -207,3 +207,14 @@ def test_the_ascend_runtime_out_of_capture_streams_and_an_attention_operator_rej
     # The same check on a quantized matmul stays a setting the kernel does not take.
     matmul = f"{prefix}AclNN_Parameter_Error(EZ1001): when weight's dtype is [int4], antiquantGroupSize should be 128\n"
     assert rules_alone(matmul).diagnosis_class == "config_error"
+
+
+def test_the_ascend_runtime_failing_to_allocate_device_memory_is_out_of_memory() -> None:
+    text = (
+        "(EngineCore_DP0 pid=553) RuntimeError: npuSynchronizeDevice:build/CMakeFiles/torch_npu.dir/"
+        "compiler_depend.ts:508 NPU function error: AclrtSynchronizeDeviceWithTimeout, error code is 507013\n"
+        "(EngineCore_DP0 pid=553) EL0004: [PID: 553] 2025-09-17-04:55:13.065.712 Failed to allocate memory.\n"
+        "(EngineCore_DP0 pid=553)         Possible Cause: Available memory is insufficient.\n"
+        "(EngineCore_DP0 pid=553)         alloc device memory failed, runtime result = 207001\n"
+    )
+    assert rules_alone(text).diagnosis_class == "cuda_oom"

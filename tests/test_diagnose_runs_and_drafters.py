@@ -30,6 +30,13 @@ def test_rows_of_an_nccl_tests_table_are_collectives_that_ran() -> None:
     unchecked = rows.replace("      0    ", "    N/A    ")
     assert rules_alone(header + unchecked).diagnosis_class == "healthy"
     assert rules_alone(header).diagnosis_class == "loading"  # no row yet
+    # Releases before 2.0 printed the largest error: float sums carry rounding errors and are still right.
+    old_release = (
+        "          64            16     float     sum    163.7    0.00    0.00  2e-07    164.0    0.00    0.00  2e-07\n"
+        "         128            32     float     sum    164.3    0.00    0.00  2e-07    164.0    0.00    0.00  2e-07\n"
+    )
+    assert rules_alone(old_release).diagnosis_class == "healthy"
+    assert rules_alone(old_release.replace("2e-07", "4e+01")).diagnosis_class == "loading"  # values far off: no row
 
 
 def test_a_job_that_reports_its_work_completed_is_past_start_up() -> None:

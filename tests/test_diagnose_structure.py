@@ -18,6 +18,7 @@ from tools.logs.diagnose import DiagnosisHints, diagnose_text
 from tools.logs.events import parse_events
 from tools.logs.evidence import Evidence
 from tools.logs.frames import Frame
+from tools.logs.learned import LearnedModel
 from tools.logs.prefixes import split_line
 
 CORPUS = Path(__file__).resolve().parent / "data" / "diagnosis_corpus" / "logs"
@@ -190,3 +191,21 @@ def test_diagnose_json_has_root_cause_phase_and_engine_hints() -> None:
     assert payload["phase"] == "not_started" and payload["engine_hints"][0]["action"]
     human = run_agent("diagnose", CORPUS / "sglang-11218-dsv32-torch-compile-capture.log")
     assert "root cause: Exception: Capture cuda graph failed" in human.stdout and "engine says:" in human.stdout
+
+
+def test_slurm_task_labels_are_peeled_so_a_labelled_crash_stack_names_its_component() -> None:
+    parts = split_line('0:   File "/env/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"')
+    assert parts.origin == "0" and parts.text.startswith("  File ")
+    crash = (
+        "0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to ffff0000\n"
+        "0: Fatal Python error: Segmentation fault\n"
+        "0: \n"
+        "0: Thread 0x000014844b65d740 (most recent call first):\n"
+        '0:   File "/env/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 3938 in barrier\n'
+        '0:   File "/env/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 79 in wrapper\n'
+        '0:   File "/work/test/basic.py", line 11 in main\n'
+    )
+    events = parse_events(crash.splitlines()).real()
+    assert [event.kind for event in events] == ["crash"]
+    assert events[0].frames[0].function == "barrier"
+    assert diagnose_text(crash, model=LearnedModel()).diagnosis_class == "nccl_error"

@@ -1538,3 +1538,16 @@ def test_a_stall_notice_followed_only_by_answered_polls_is_still_a_stall() -> No
     # Work after the notice (a generation answered) shows the engine went on.
     answered = '(APIServer pid=7) INFO:     10.0.0.9:5123 - "POST /v1/completions HTTP/1.1" 200 OK\n'
     assert rules_alone(ready + notice + poll + answered).diagnosis_class == "healthy"
+
+
+def test_torch_elastics_agent_still_failing_its_keep_alive_is_a_hang() -> None:
+    heartbeat = (
+        "WARNING:torch.distributed.elastic.rendezvous.dynamic_rendezvous:The node 'node7_187281_0' has failed to send "
+        "a keep-alive heartbeat to the rendezvous 'none' due to an error of type RendezvousConnectionError.\n"
+    )
+    assert rules_alone(heartbeat * 3).diagnosis_class == "nccl_hang"
+    raised = (
+        "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has "
+        "failed. See inner exception for details.\n"
+    )
+    assert rules_alone(heartbeat + "Traceback (most recent call last):\n" + raised).diagnosis_class == "nccl_error"

@@ -28,6 +28,7 @@ _PREFIXES: list[tuple[re.Pattern[str], bool]] = [
     (re.compile(r"\[(?P<origin>rank\d+)\]:\s?"), False),  # torch elastic / c10d rank prefix
     (re.compile(r"\[(?P<origin>Stage-\d+)\] "), False),  # vLLM-Omni's stage of a multi-stage pipeline
     (re.compile(r"\[(?P<origin>\d+,\d+)\]<std(?:out|err)>:\s?"), False),  # mpirun --tag-output: [job,rank]<stdout>:
+    (re.compile(r"(?P<origin>\d{1,4}): "), False),  # Slurm's srun --label: "0: " (the task's rank)
     # vLLM's header; its plugins (vllm-ascend) print the year too: "ERROR 2025-10-25 15:32:13.272 [file.py:597]"
     (
         re.compile(
