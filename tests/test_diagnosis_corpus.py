@@ -142,6 +142,7 @@ def test_corpus_accuracy_meets_the_targets() -> None:
     assert (first["blind set 51"]["count"], first["blind set 51"]["correct"]) == (76, 57)
     assert (first["blind set 52"]["count"], first["blind set 52"]["correct"]) == (66, 51)
     assert (first["blind set 53"]["count"], first["blind set 53"]["correct"]) == (57, 42)
+    assert (first["blind set 54"]["count"], first["blind set 54"]["correct"]) == (50, 38)
 
 
 def test_any_part_given_with_corpus_is_evaluated_under_its_name(tmp_path: Path) -> None:
