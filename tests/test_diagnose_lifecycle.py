@@ -200,3 +200,15 @@ def test_an_engine_that_died_before_the_servers_orderly_shutdown_is_no_stop() ->
     assert [remedy.id for remedy in diagnosis.remedies] == ["use_float32"]
     # The same shutdown with no death before it is the operator's stop.
     assert diagnose_text(served + stop, model=rules).diagnosis_class == "stopped"
+
+
+def test_the_kernel_invoking_its_oom_killer_for_a_worker_is_a_kill_whatever_the_driver_said() -> None:
+    text = (
+        "NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]\n"
+        "returned from _memdescAllocInternal(pMemDesc) @ mem_desc.c:1359\n"
+        "VLLM::Worker_TP invoked oom-killer: gfp_mask=0x102cc2(GFP_HIGHUSER)\n"
+        "oom_kill_process+0x1f8/0x3f0\n"
+    )
+    assert diagnose_text(text, model=LearnedModel()).diagnosis_class == "process_killed"
+    driver_alone = "NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]\n"
+    assert diagnose_text(driver_alone, model=LearnedModel()).diagnosis_class == "cuda_oom"

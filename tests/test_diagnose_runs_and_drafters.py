@@ -213,3 +213,14 @@ def test_the_engines_own_kv_pool_accounting_check_is_a_bug_not_a_memory_shortfal
     )
     diagnosis = rules_alone(text)
     assert diagnosis.diagnosis_class == "unknown" and diagnosis.confidence >= 0.5, diagnosis.why
+
+
+def test_an_offline_engine_adding_a_request_of_the_applications_own_id_is_serving() -> None:
+    started = (
+        "INFO 03-26 14:47:15 [core.py:151] init engine (profile, create kv cache, warmup model) took 27.91 seconds\n"
+    )
+    added = "INFO 03-26 14:47:24 [async_llm.py:221] Added request req-001.\n"
+    assert rules_alone(started).diagnosis_class == "loading"
+    assert rules_alone(started + added).diagnosis_class == "healthy"
+    # An id is what it names: words after "Added request" are no request.
+    assert rules_alone(started + "INFO 03-26 14:47:24 [x.py:1] Added request queue.\n").diagnosis_class == "loading"

@@ -1551,3 +1551,17 @@ def test_torch_elastics_agent_still_failing_its_keep_alive_is_a_hang() -> None:
         "failed. See inner exception for details.\n"
     )
     assert rules_alone(heartbeat + "Traceback (most recent call last):\n" + raised).diagnosis_class == "nccl_error"
+
+
+def test_an_nccl_warning_that_something_cannot_be_done_is_a_failure() -> None:
+    captured = (
+        "NCCL WARN NCCL cannot be captured in a graph if either it wasn't built with CUDA runtime >= 11.3 or if the "
+        "installed CUDA driver < R465.\n"
+    )
+    assert rules_alone(captured).diagnosis_class == "nccl_error"
+    register = (
+        "nid003981:2023029:2023286 [0] register_mr_buffers:647 NCCL WARN NET/OFI Unable to register memory (type = 2) "
+        "for device 7. RC: -22\n"
+    )
+    assert rules_alone(register).diagnosis_class == "nccl_error"
+    assert rules_alone("host:1:2 [0] NCCL INFO Channel 00/02 : 0 1\n").diagnosis_class == "loading"
