@@ -203,7 +203,7 @@ def test_slurm_task_labels_are_peeled_so_a_labelled_crash_stack_names_its_compon
         "0: Thread 0x000014844b65d740 (most recent call first):\n"
         '0:   File "/env/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 3938 in barrier\n'
         '0:   File "/env/lib/python3.11/site-packages/torch/distributed/c10d_logger.py", line 79 in wrapper\n'
-        '0:   File "/work/test/basic.py", line 11 in main\n'
+        '0:   File "/home/user/test/basic.py", line 11 in main\n'
     )
     events = parse_events(crash.splitlines()).real()
     assert [event.kind for event in events] == ["crash"]
